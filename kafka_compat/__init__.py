@@ -1,0 +1,1 @@
+"""kafka-compat: a Kafka wire-protocol broker in Python."""
