@@ -1,0 +1,226 @@
+"""Kafka's framing: a 4-byte big-endian size, then a request or response. Sans-I/O.
+
+`FrameReader` splits a byte stream into frames. It speaks asyncio's
+BufferedProtocol shape (`get_buffer` / `buffer_updated`) as well as plain
+`feed`, so the network layer can receive a large Produce frame straight into
+the frame's own buffer: the record bytes are copied once, by the kernel, and
+the frame stays writable so storage can assign offsets in place.
+
+`parse_request` reads the header and body with the generated codecs and
+classifies the ways a request can be unacceptable, because Kafka treats them
+differently: an ApiVersions request of too high a version still gets an
+answer (UNSUPPORTED_VERSION, v0 body), anything else unknown closes the
+connection.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .errors import ErrorCode
+from .messages import APIS, ApiInfo
+from .messages.api_versions import ApiVersionsResponse
+from .messages.headers import RequestHeader, ResponseHeader
+from .primitives import DecodeError
+
+DEFAULT_MAX_FRAME = 104857600          # socket.request.max.bytes
+_SIZE = struct.Struct(">i")
+_PREFIX = struct.Struct(">hhi")
+API_VERSIONS = 18
+CONTROLLED_SHUTDOWN = 7
+
+
+class FrameError(Exception):
+    """The stream cannot be framed any more (bad or oversized length): close the connection."""
+
+
+class InvalidRequest(Exception):
+    """A frame that is not a request we accept: Kafka closes the connection without a reply."""
+
+    def __init__(self, reason: str, api_key: int | None = None, api_version: int | None = None,
+                 correlation_id: int | None = None):
+        super().__init__(reason)
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+class FrameReader:
+    """Turns received bytes into frames (bytearrays without the size prefix).
+
+    Frames up to `small` bytes are cut out of a shared receive buffer; a larger
+    frame gets its own buffer the moment its size is known, and the rest of it
+    is received directly into that buffer.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME, small: int = 65536):
+        self.max_frame_size = max_frame_size
+        self._small = small
+        self._buf = bytearray(small + 4)
+        self._view = memoryview(self._buf)
+        self._start = 0
+        self._end = 0
+        self._big: bytearray | None = None
+        self._big_view: memoryview | None = None
+        self._big_fill = 0
+        self._frames: list[bytearray] = []
+
+    # -- BufferedProtocol shape
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        if self._big is not None:
+            return self._big_view[self._big_fill:]
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif len(self._buf) - self._end < 4096:
+            pending = self._end - self._start
+            self._buf[:pending] = self._buf[self._start:self._end]
+            self._start, self._end = 0, pending
+        return self._view[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._big is not None:
+            self._big_fill += nbytes
+            if self._big_fill == len(self._big):
+                self._frames.append(self._big)
+                self._big = self._big_view = None
+            return
+        self._end += nbytes
+        self._split()
+
+    # -- plain shape
+    def feed(self, data) -> None:
+        data = memoryview(data)
+        while len(data):
+            target = self.get_buffer()
+            n = min(len(target), len(data))
+            target[:n] = data[:n]
+            data = data[n:]
+            self.buffer_updated(n)
+
+    def next_frame(self) -> bytearray | None:
+        return self._frames.pop(0) if self._frames else None
+
+    def frames(self) -> list[bytearray]:
+        out, self._frames = self._frames, []
+        return out
+
+    def _split(self) -> None:
+        buf = self._buf
+        while self._end - self._start >= 4:
+            size, = _SIZE.unpack_from(buf, self._start)
+            if size < 0:
+                raise FrameError(f"negative frame size {size}")
+            if size > self.max_frame_size:
+                raise FrameError(f"frame of {size} bytes is larger than socket.request.max.bytes "
+                                 f"({self.max_frame_size})")
+            have = self._end - self._start - 4
+            begin = self._start + 4
+            if have >= size:
+                self._frames.append(buf[begin:begin + size])
+                self._start = begin + size
+                continue
+            if size > self._small:
+                big = bytearray(size)
+                big[:have] = buf[begin:self._end]
+                self._big, self._big_view, self._big_fill = big, memoryview(big), have
+                self._start = self._end = 0
+            elif size + 4 > len(buf) - self._start:
+                self._buf[:have + 4] = buf[self._start:self._end]
+                self._start, self._end = 0, have + 4
+            return
+
+
+@dataclass
+class Request:
+    """A decoded request: its header fields and its body."""
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header: object
+    body: object
+    info: ApiInfo
+
+
+def request_header_version(info: ApiInfo, version: int) -> int:
+    if info.key == CONTROLLED_SHUTDOWN and version == 0:
+        return 0
+    return 2 if info.is_flexible(version) else 1
+
+
+def response_header_version(info: ApiInfo, version: int) -> int:
+    if info.key == API_VERSIONS:
+        return 0                # KIP-511: always v0, so any client can read the error
+    return 1 if info.is_flexible(version) else 0
+
+
+class UnsupportedApiVersionsRequest(Exception):
+    """An ApiVersions request of a version we do not know; answer with `unsupported_api_versions_response`."""
+
+    def __init__(self, correlation_id: int, api_version: int):
+        super().__init__(f"ApiVersions v{api_version} is not supported")
+        self.correlation_id = correlation_id
+        self.api_version = api_version
+
+
+def parse_request(frame, supported: dict[int, tuple[int, int]] | None = None) -> Request:
+    """Decode a request frame (without its size prefix).
+
+    `supported` maps api key -> (min, max) versions the broker accepts; by default
+    every version the schemas define. Raises UnsupportedApiVersionsRequest or
+    InvalidRequest.
+    """
+    mv = memoryview(frame)
+    if len(mv) < 8:
+        raise InvalidRequest("frame shorter than a request header")
+    api_key, api_version, correlation_id = _PREFIX.unpack_from(mv, 0)
+    info = APIS.get(api_key)
+    if info is None:
+        raise InvalidRequest(f"unknown api key {api_key}", api_key, api_version, correlation_id)
+    if supported is None:
+        lo, hi = info.min_version, info.max_version
+    else:
+        lo, hi = supported.get(api_key, (0, -1))
+    if not lo <= api_version <= hi:
+        if api_key == API_VERSIONS:
+            raise UnsupportedApiVersionsRequest(correlation_id, api_version)
+        raise InvalidRequest(f"{info.name} v{api_version} is not supported", api_key, api_version,
+                             correlation_id)
+    try:
+        header, pos = RequestHeader.decode(mv, request_header_version(info, api_version))
+        body, _ = info.request.decode(mv, api_version, pos)
+    except DecodeError as e:
+        raise InvalidRequest(str(e), api_key, api_version, correlation_id) from e
+    return Request(api_key, api_version, correlation_id, header.client_id, header, body, info)
+
+
+def encode_response(request: Request, body, holes: list | None = None) -> bytearray:
+    """Frame a response to `request`: size prefix, response header, body.
+
+    With `holes`, records that are not in memory (file slices) are listed there
+    as (position, slice) instead of being copied; the size prefix counts them.
+    """
+    return frame_response(request.info, request.api_version, request.correlation_id, body, holes)
+
+
+def frame_response(info: ApiInfo, version: int, correlation_id: int, body,
+                   holes: list | None = None) -> bytearray:
+    b = bytearray(4)
+    ResponseHeader(correlation_id=correlation_id).encode_into(b, response_header_version(info, version))
+    h: list = [] if holes is not None else None
+    body.encode_into(b, version, h)
+    size = len(b) - 4
+    if h:
+        size += sum(len(s) for _, s in h)
+        holes.extend(h)
+    _SIZE.pack_into(b, 0, size)
+    return b
+
+
+def unsupported_api_versions_response(correlation_id: int, max_version: int = 4) -> bytes:
+    """The v0 reply to an ApiVersions request of too high a version (KIP-511): only key 18 listed."""
+    body = ApiVersionsResponse(
+        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        api_keys=[ApiVersionsResponse.ApiVersion(api_key=API_VERSIONS, min_version=0, max_version=max_version)],
+    )
+    return bytes(frame_response(APIS[API_VERSIONS], 0, correlation_id, body))
