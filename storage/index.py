@@ -1,0 +1,279 @@
+"""OffsetIndex and TimeIndex: Kafka's sparse, memory-mapped, big-endian index files.
+
+Offset index entry (8 bytes): relative offset int32, file position int32.
+Time index entry (12 bytes): timestamp int64, relative offset int32.
+A new index file is preallocated to segment.index.bytes (rounded down to whole
+entries) and mapped; it is trimmed to its entries when its segment stops being
+active, which is also how a reopened index knows its entry count.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import threading
+from operator import ge, gt, lt
+
+from .headers import NO_TIMESTAMP
+
+INT32_MAX = (1 << 31) - 1
+
+
+class CorruptIndexError(Exception):
+    """An index file is not a valid sparse index; the caller rebuilds it from the log."""
+
+
+class _Index:
+    ENTRY = struct.Struct(">ii")
+    KEY = 0      # field searched by lookup()
+    OFFSET = 0   # field holding the relative offset
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int):
+        self.path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self._lock = threading.Lock()
+        self._mm = None
+        size = self.ENTRY.size
+        created = not os.path.exists(path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if created:
+                if max_index_size < size:
+                    raise ValueError(f"invalid max index size {max_index_size}")
+                os.ftruncate(fd, max_index_size - max_index_size % size)
+            self._length = os.fstat(fd).st_size
+            if self._length:
+                self._mm = mmap.mmap(fd, self._length)
+        finally:
+            os.close(fd)
+        self.max_entries = self._length // size
+        # A pre-existing file is taken as valid to its end (Kafka does the same); recovery
+        # rebuilds the indexes of every segment it checks.
+        self.entries = 0 if created else self.max_entries
+        self._after_entries_change()
+
+    # -- helpers -----------------------------------------------------------------
+    def _entry(self, n: int) -> tuple:
+        return self.ENTRY.unpack_from(self._mm, n * self.ENTRY.size)
+
+    def _after_entries_change(self) -> None:
+        """Refresh cached facts about the last entry."""
+
+    def _largest_lower_bound(self, target: int, field: int) -> int:
+        """Slot of the last entry whose ``field`` is <= target, or -1."""
+        n = self.entries
+        if n == 0:
+            return -1
+        unpack = self.ENTRY.unpack_from
+        mm, step = self._mm, self.ENTRY.size
+        if unpack(mm, 0)[field] > target:
+            return -1
+        lo, hi = 0, n - 1
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if unpack(mm, mid * step)[field] <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def relative(self, offset: int) -> int:
+        rel = offset - self.base_offset
+        if rel < 0 or rel > INT32_MAX:
+            raise OverflowError(f"offset {offset} does not fit an index based at {self.base_offset}")
+        return rel
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    def size_in_bytes(self) -> int:
+        return self.entries * self.ENTRY.size
+
+    def _put(self, *fields) -> None:
+        self.ENTRY.pack_into(self._mm, self.entries * self.ENTRY.size, *fields)
+        self.entries += 1
+
+    # -- file management ---------------------------------------------------------------
+    def resize(self, new_size: int) -> bool:
+        """Set the file length to ``new_size`` rounded down to whole entries; remap."""
+        step = self.ENTRY.size
+        rounded = new_size - new_size % step
+        with self._lock:
+            if rounded == self._length:
+                return False
+            old = self._mm
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                os.ftruncate(fd, rounded)
+                self._mm = mmap.mmap(fd, rounded) if rounded else None
+            finally:
+                os.close(fd)
+            if old is not None:
+                old.close()
+            self._length = rounded
+            self.max_entries = rounded // step
+            self.entries = min(self.entries, self.max_entries)
+            self._after_entries_change()
+            return True
+
+    def trim_to_valid_size(self) -> None:
+        self.resize(self.entries * self.ENTRY.size)
+
+    def reset(self) -> None:
+        """Drop every entry and preallocate again (used before rebuilding)."""
+        self.truncate_to_entries(0)
+        self.resize(self.max_index_size)
+
+    def truncate_to_entries(self, n: int) -> None:
+        self.entries = n
+        self._after_entries_change()
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries for offsets >= ``offset`` (Kafka's truncateTo)."""
+        slot = self._largest_lower_bound(offset - self.base_offset, self.OFFSET)
+        if slot < 0:
+            keep = 0
+        elif self._entry(slot)[self.OFFSET] == offset - self.base_offset:
+            keep = slot
+        else:
+            keep = slot + 1
+        self.truncate_to_entries(keep)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._mm is not None:
+                self._mm.flush()
+
+    def close(self, trim: bool = True) -> None:
+        if trim and self._mm is not None:
+            self.trim_to_valid_size()
+        with self._lock:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
+
+    def rename(self, new_path: str) -> None:
+        if os.path.exists(self.path):
+            os.replace(self.path, new_path)
+        self.path = new_path
+
+    def delete(self) -> None:
+        self.close(trim=False)
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def _decode(self, raw: tuple) -> tuple:
+        raise NotImplementedError
+
+    def entry(self, n: int) -> tuple:
+        if n >= self.entries:
+            raise IndexError(n)
+        return self._decode(self._entry(n))
+
+    def _checked_columns(self) -> list | None:
+        """All entries decoded at C speed, one tuple per field; None when empty."""
+        if self._length % self.ENTRY.size:
+            raise CorruptIndexError(f"{self.path}: length {self._length} is not a multiple of {self.ENTRY.size}")
+        n = self.entries
+        if not n:
+            return None
+        fields = self.ENTRY.format.lstrip(">")
+        flat = struct.unpack_from(">" + fields * n, self._mm, 0)
+        return [flat[i:: len(fields)] for i in range(len(fields))]
+
+
+class OffsetIndex(_Index):
+    """Maps the last offset of an indexed batch to the file position where that batch starts."""
+
+    ENTRY = struct.Struct(">ii")
+    KEY = 0
+    OFFSET = 0
+
+    def _after_entries_change(self) -> None:
+        self.last_offset = self.base_offset + self._entry(self.entries - 1)[0] if self.entries else self.base_offset
+
+    def append(self, offset: int, position: int) -> None:
+        if self.is_full():
+            raise ValueError(f"attempt to append to a full index ({self.entries} entries)")
+        if self.entries and offset <= self.last_offset:
+            raise ValueError(f"index offset {offset} not above the last one {self.last_offset}")
+        self._put(self.relative(offset), position)
+        self.last_offset = offset
+
+    def lookup(self, target_offset: int) -> tuple[int, int]:
+        """(offset, position) of the last entry at or below ``target_offset``, else (base, 0)."""
+        slot = self._largest_lower_bound(target_offset - self.base_offset, 0)
+        return (self.base_offset, 0) if slot < 0 else self.entry(slot)
+
+    def _decode(self, raw: tuple) -> tuple[int, int]:
+        return self.base_offset + raw[0], raw[1]
+
+    def position_floor(self, limit: int) -> int:
+        """The largest indexed batch position <= ``limit``, or -1 (positions increase too)."""
+        slot = self._largest_lower_bound(limit, 1)
+        return -1 if slot < 0 else self._entry(slot)[1]
+
+    def sanity_check(self, log_size: int) -> None:
+        """Raise CorruptIndexError unless offsets and positions strictly increase within the log."""
+        columns = self._checked_columns()
+        if columns is None:
+            return
+        rels, positions = columns
+        if rels[0] < 0 or not all(map(lt, rels, rels[1:])):
+            raise CorruptIndexError(f"{self.path}: offsets do not increase")
+        if positions[0] < 0 or positions[-1] >= max(log_size, 1) or not all(map(lt, positions, positions[1:])):
+            raise CorruptIndexError(f"{self.path}: positions do not increase within the log")
+
+
+class TimeIndex(_Index):
+    """Maps the largest timestamp seen so far to the last offset of the batch holding it."""
+
+    ENTRY = struct.Struct(">qi")
+    KEY = 0
+    OFFSET = 1
+
+    def _after_entries_change(self) -> None:
+        if self.entries:
+            self.last_entry = self.entry(self.entries - 1)
+        else:
+            self.last_entry = (NO_TIMESTAMP, self.base_offset)
+
+    def is_full(self) -> bool:
+        # Kafka keeps the last slot for the entry written when the segment rolls.
+        return self.entries >= self.max_entries - 1
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        if not skip_full_check and self.is_full():
+            raise ValueError(f"attempt to append to a full time index ({self.entries} entries)")
+        last_ts, last_offset = self.last_entry
+        if self.entries and offset < last_offset:
+            raise ValueError(f"time index offset {offset} below the last one {last_offset}")
+        if timestamp > last_ts and self.entries < self.max_entries:
+            self._put(timestamp, self.relative(offset))
+            self.last_entry = (timestamp, offset)
+
+    def lookup(self, target_timestamp: int) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry with timestamp <= target, else (-1, base)."""
+        slot = self._largest_lower_bound(target_timestamp, 0)
+        return (NO_TIMESTAMP, self.base_offset) if slot < 0 else self.entry(slot)
+
+    def _decode(self, raw: tuple) -> tuple[int, int]:
+        return raw[0], self.base_offset + raw[1]
+
+    def sanity_check(self, next_offset: int) -> None:
+        """Raise CorruptIndexError unless timestamps strictly increase and offsets stay in the log."""
+        columns = self._checked_columns()
+        if columns is None:
+            return
+        stamps, rels = columns
+        if not all(map(gt, stamps[1:], stamps)) or not all(map(ge, rels[1:], rels)):
+            raise CorruptIndexError(f"{self.path}: entries do not increase")
+        if rels[0] < 0 or self.base_offset + rels[-1] >= max(next_offset, self.base_offset + 1):
+            raise CorruptIndexError(f"{self.path}: offsets beyond the log")

@@ -1,0 +1,338 @@
+"""LogSegment: one ``<base offset>.log`` file with its OffsetIndex and TimeIndex.
+
+Only the active (last) segment is ever appended to, from the thread that owns
+appends; every other method is safe to call from readers in any thread because
+it reads ``size`` once and touches only bytes below it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from .config import LogConfig
+from .headers import (
+    HEADER_UP_TO_MAGIC, MAGIC_OFFSET, NO_TIMESTAMP, BatchInfo, crc_valid, header_bytes_needed, iter_file_batches,
+    parse_header, read_batch_info,
+)
+from .index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
+
+log = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+RECOVERY_CHUNK = 8 * 1024 * 1024
+
+
+def filename_prefix(offset: int) -> str:
+    """Kafka names segment files by base offset, zero-padded to 20 digits."""
+    return f"{offset:020d}"
+
+
+def segment_paths(directory: str, base_offset: int, suffix: str = "") -> tuple[str, str, str]:
+    prefix = os.path.join(directory, filename_prefix(base_offset))
+    return prefix + LOG_SUFFIX + suffix, prefix + INDEX_SUFFIX + suffix, prefix + TIME_INDEX_SUFFIX + suffix
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LogSegment:
+    def __init__(self, directory: str, base_offset: int, config: LogConfig, *, suffix: str = "",
+                 created_ms: int | None = None, active: bool = True):
+        self.directory = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.index_interval_bytes = config.index_interval_bytes
+        self.roll_jitter_ms = config.random_segment_jitter()
+        self.created_ms = now_ms() if created_ms is None else created_ms
+        log_path, index_path, time_path = segment_paths(directory, base_offset, suffix)
+        self.log_path = log_path
+        existed = os.path.exists(log_path)
+        self.fd = os.open(log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self._preallocated = False
+        if not existed and config.preallocate and active:
+            os.posix_fallocate(self.fd, 0, config.segment_bytes)
+            self._preallocated = True
+        self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes)
+        self.bytes_since_last_index_entry = 0
+        self.rolling_based_timestamp: int | None = None
+        ts, ts_offset = self.time_index.last_entry
+        self.max_timestamp_so_far = ts
+        self.offset_of_max_timestamp_so_far = ts_offset if ts >= 0 else -1
+        self.next_offset = base_offset  # set by the loader (read_next_offset) or by appends
+        self.closed = False
+
+    # -- writing -------------------------------------------------------------------
+    def append(self, data, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int) -> None:
+        """Write ``data`` (whole batches) at the end; add index entries as Kafka does.
+
+        An entry (last offset of this append, its start position) is added once more
+        than index.interval.bytes were appended since the previous one.
+        """
+        position = self.size
+        if position == 0:
+            self.rolling_based_timestamp = largest_timestamp
+        if not self.offset_index.can_append_offset(largest_offset):
+            raise OverflowError(f"offset {largest_offset} overflows segment {self.base_offset}")
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self.fd, view[written:], position + written)
+        if largest_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = largest_timestamp
+            self.offset_of_max_timestamp_so_far = offset_of_max_timestamp
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(largest_offset, position)
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += len(view)
+        self.size = position + len(view)
+        self.next_offset = largest_offset + 1
+
+    def should_roll(self, messages_size: int, max_timestamp: int, max_offset: int, now: int) -> bool:
+        """Kafka's LogSegment.shouldRoll: size, time, a full index, or a relative-offset overflow."""
+        reached_roll_ms = self.time_waited_for_roll(now, max_timestamp) > self.config.segment_ms - self.roll_jitter_ms
+        return (self.size > self.config.segment_bytes - messages_size
+                or (self.size > 0 and reached_roll_ms)
+                or self.offset_index.is_full() or self.time_index.is_full()
+                or not self.offset_index.can_append_offset(max_offset))
+
+    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
+        """Time since the first batch's timestamp (or since creation when there is none)."""
+        if self.rolling_based_timestamp is None and self.size > 0:
+            first = read_batch_info(self.fd, 0, self.size)
+            self.rolling_based_timestamp = first.max_timestamp if first else NO_TIMESTAMP
+        ts = self.rolling_based_timestamp
+        if ts is not None and ts >= 0:
+            return message_timestamp - ts
+        return now - self.created_ms
+
+    def _seal(self) -> None:
+        """Record the largest timestamp in the time index and cut any preallocated tail (Kafka
+        does both when a segment stops being active, and on a clean close)."""
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far,
+                                         skip_full_check=True)
+        if self._preallocated:
+            os.ftruncate(self.fd, self.size)
+            self._preallocated = False
+
+    def on_become_inactive(self) -> None:
+        """On roll: seal, and trim both indexes to their entries."""
+        self._seal()
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def make_active(self) -> None:
+        """Give a reopened last segment room to grow its indexes again."""
+        self.offset_index.resize(self.config.segment_index_bytes)
+        self.time_index.resize(self.config.segment_index_bytes)
+
+    def flush(self) -> None:
+        if self.closed:
+            return
+        os.fsync(self.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    # -- reading -------------------------------------------------------------------
+    def translate_offset(self, offset: int, end: int | None = None) -> BatchInfo | None:
+        """The first batch whose last offset is >= ``offset``, found from the index then scanned."""
+        end = self.size if end is None else end
+        _, position = self.offset_index.lookup(offset)
+        for info in iter_file_batches(self.fd, position, end):
+            if info.last_offset >= offset:
+                return info
+        return None
+
+    def batch_boundary_at_or_below(self, limit: int, start: int) -> int:
+        """A batch start in [start, limit], found through the index; ``start`` if none is indexed."""
+        position = self.offset_index.position_floor(limit)
+        return position if position >= start else start
+
+    def end_of_whole_batches(self, start: int, limit: int) -> int:
+        """The largest position <= ``limit`` that ends a batch, scanning forward from ``start``."""
+        position = self.batch_boundary_at_or_below(limit, start)
+        for info in iter_file_batches(self.fd, position, limit):
+            position = info.position + info.size
+        return position
+
+    def read_next_offset(self) -> int:
+        last_indexed, position = self.offset_index.lookup(INT32_MAX + self.base_offset)
+        next_offset = self.base_offset
+        for info in iter_file_batches(self.fd, position, self.size):
+            next_offset = info.last_offset + 1
+        return next_offset
+
+    def batches(self, start: int = 0, end: int | None = None):
+        return iter_file_batches(self.fd, start, self.size if end is None else end)
+
+    def read_bytes(self, position: int, length: int) -> bytes:
+        return os.pread(self.fd, length, position)
+
+    def largest_timestamp(self) -> int:
+        """Retention's clock for this segment: its max timestamp, else the file's mtime."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        return self.last_modified()
+
+    def last_modified(self) -> int:
+        return os.stat(self.log_path).st_mtime_ns // 1_000_000
+
+    def set_last_modified(self, ms: int) -> None:
+        ns = ms * 1_000_000
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            os.utime(path, ns=(ns, ns))
+
+    # -- recovery ------------------------------------------------------------------
+    def sanity_check(self) -> None:
+        """Checks that decide whether a trusted segment's indexes are usable; sets next_offset.
+
+        Both indexes must increase strictly and stay inside the log, and the last offset
+        index entry must point at the start of a batch holding its offset.
+        """
+        self.offset_index.sanity_check(self.size)
+        if self.offset_index.entries:
+            last_offset, position = self.offset_index.entry(self.offset_index.entries - 1)
+            info = read_batch_info(self.fd, position, self.size)
+            if info is None or info.last_offset < last_offset or info.base_offset > last_offset:
+                raise CorruptIndexError(f"{self.offset_index.path}: last entry does not point at its batch")
+        self.next_offset = self.read_next_offset()
+        self.time_index.sanity_check(self.next_offset)
+
+    def recover(self) -> int:
+        """Check every batch, rebuild both indexes, cut the file at the first invalid byte.
+
+        A batch is valid when its header parses, it fits in the file, its checksum matches,
+        and its offsets increase and fit this segment. Returns the number of bytes cut.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = NO_TIMESTAMP, -1
+        file_size = os.fstat(self.fd).st_size
+        valid = last_index_entry = 0
+        prev_last = self.base_offset - 1
+        position, chunk = 0, b""
+        while True:
+            at = valid - position
+            if len(chunk) - at < HEADER_UP_TO_MAGIC or len(chunk) - at < header_bytes_needed(chunk[at + MAGIC_OFFSET]):
+                # refill from the next batch; the header might straddle the chunk end
+                if file_size - valid < HEADER_UP_TO_MAGIC or len(chunk) - at == file_size - valid:
+                    break
+                position, chunk = valid, os.pread(self.fd, RECOVERY_CHUNK, valid)
+                continue
+            try:
+                info = parse_header(chunk, at, valid)
+            except ValueError as exc:
+                log.warning("%s: invalid batch header at %d: %s", self.log_path, valid, exc)
+                break
+            if valid + info.size > file_size:
+                log.warning("%s: torn batch at %d (%d bytes, %d in file)", self.log_path, valid, info.size,
+                            file_size - valid)
+                break
+            if at + info.size > len(chunk):
+                position, chunk = valid, os.pread(self.fd, max(RECOVERY_CHUNK, info.size), valid)
+                continue
+            if not crc_valid(chunk, at, info.size):
+                log.warning("%s: checksum mismatch at %d", self.log_path, valid)
+                break
+            if info.base_offset <= prev_last or info.last_offset < info.base_offset \
+                    or not self.offset_index.can_append_offset(info.last_offset):
+                log.warning("%s: offsets %d..%d out of order at %d", self.log_path, info.base_offset,
+                            info.last_offset, valid)
+                break
+            if info.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = info.max_timestamp, info.last_offset
+            if valid - last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(info.last_offset, valid)
+                self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+                last_index_entry = valid
+            prev_last = info.last_offset
+            valid += info.size
+        truncated = file_size - valid
+        if truncated:
+            os.ftruncate(self.fd, valid)
+        self.size = valid
+        self.next_offset = prev_last + 1
+        self.bytes_since_last_index_entry = valid - last_index_entry
+        self.rolling_based_timestamp = None
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far,
+                                         skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch from the one holding ``offset`` on; returns the bytes removed."""
+        info = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.make_active()
+        if info is None:
+            return 0
+        removed = self.size - info.position
+        os.ftruncate(self.fd, info.position)
+        self.size = info.position
+        self.next_offset = self.read_next_offset()
+        self.bytes_since_last_index_entry = 0
+        self.rolling_based_timestamp = None
+        if self.size == 0:
+            self.created_ms = now_ms()
+        self._reload_max_timestamp()
+        return removed
+
+    def _reload_max_timestamp(self) -> None:
+        ts, offset = self.time_index.last_entry
+        _, position = self.offset_index.lookup(offset)
+        for info in iter_file_batches(self.fd, position, self.size):
+            if info.max_timestamp > ts:
+                ts, offset = info.max_timestamp, info.last_offset
+        self.max_timestamp_so_far = ts
+        self.offset_of_max_timestamp_so_far = offset if ts >= 0 else -1
+
+    # -- files ---------------------------------------------------------------------
+    def change_suffix(self, old: str, new: str) -> None:
+        def swap(path: str) -> str:
+            return (path[: -len(old)] if old and path.endswith(old) else path) + new
+        new_log = swap(self.log_path)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        self.offset_index.rename(swap(self.offset_index.path))
+        self.time_index.rename(swap(self.time_index.path))
+
+    def close(self) -> None:
+        """Clean close: keep the largest timestamp in the time index, trim, release files."""
+        if self.closed:
+            return
+        self._seal()
+        self.offset_index.close()
+        self.time_index.close()
+        os.close(self.fd)
+        self.closed = True
+
+    def delete(self) -> None:
+        """Remove the files now (the caller already waited file.delete.delay.ms)."""
+        if not self.closed:
+            self.offset_index.delete()
+            self.time_index.delete()
+            os.close(self.fd)
+            self.closed = True
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self):
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
