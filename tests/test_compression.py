@@ -230,18 +230,25 @@ def test_limit_is_inclusive(codec):
 
 # --- hostile input raises only CompressionError ---
 
+def damaged_copies(data: bytes, rng: random.Random, count: int, truncation_step: int) -> list:
+    """Truncations of ``data`` plus ``count`` copies with 1-4 random bytes overwritten
+    (shared with test_records)."""
+    out = [data[:n] for n in range(0, len(data), truncation_step)]
+    for _ in range(count):
+        mutated = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+        out.append(bytes(mutated))
+    return out
+
+
 @pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
 @pytest.mark.parametrize("magic", [0, 2])
 def test_mutated_input_raises_only_compression_error(codec, magic):
     rng = random.Random(codec * 10 + magic)
     source = b"The quick brown fox " * 300 + rng.randbytes(200)
     packed = compress(codec, source, magic, xerial=True)
-    candidates = [packed[:n] for n in range(0, len(packed), max(1, len(packed) // 40))]
-    for _ in range(150):
-        mutated = bytearray(packed)
-        for _ in range(rng.randint(1, 4)):
-            mutated[rng.randrange(len(mutated))] = rng.randrange(256)
-        candidates.append(bytes(mutated))
+    candidates = damaged_copies(packed, rng, 150, max(1, len(packed) // 40))
     candidates += [rng.randbytes(rng.randint(0, 64)) for _ in range(50)]
     errors = 0
     for candidate in candidates:

@@ -453,20 +453,29 @@ def set_partition_leader_epoch(buf, pos: int, epoch: int) -> None:
     _I32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
-def set_max_timestamp(buf, pos: int, max_timestamp: int, timestamp_type: int) -> bool:
-    """Kafka's DefaultRecordBatch.setMaxTimestamp: both fields are inside the CRC."""
+def _set_timestamp(buf, pos: int, timestamp: int, timestamp_type: int, attributes_struct,
+                   attributes_offset: int, timestamp_offset: int, crc_offset: int,
+                   crc_from: int, checksum) -> bool:
+    """Rewrite the timestamp-type bit and a timestamp, then the CRC that covers both;
+    write nothing when both already match (Kafka skips the CRC work then)."""
     if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
         raise ValueError(f"invalid timestamp type {timestamp_type}")
-    attributes = _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0]
+    attributes = attributes_struct.unpack_from(buf, pos + attributes_offset)[0]
     current_type = LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
-    if current_type == timestamp_type and _I64.unpack_from(buf, pos + MAX_TIMESTAMP_OFFSET)[0] == max_timestamp:
+    if current_type == timestamp_type and _I64.unpack_from(buf, pos + timestamp_offset)[0] == timestamp:
         return False
     attributes = (attributes & ~TIMESTAMP_TYPE_MASK) | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
-    _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
-    _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    attributes_struct.pack_into(buf, pos + attributes_offset, attributes)
+    _I64.pack_into(buf, pos + timestamp_offset, timestamp)
     end = pos + LOG_OVERHEAD + _I32.unpack_from(buf, pos + SIZE_OFFSET)[0]
-    _U32.pack_into(buf, pos + CRC_OFFSET, _crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : end]))
+    _U32.pack_into(buf, pos + crc_offset, checksum(memoryview(buf)[pos + crc_from : end]))
     return True
+
+
+def set_max_timestamp(buf, pos: int, max_timestamp: int, timestamp_type: int) -> bool:
+    """Kafka's DefaultRecordBatch.setMaxTimestamp: both fields are inside the CRC."""
+    return _set_timestamp(buf, pos, max_timestamp, timestamp_type, _I16, ATTRIBUTES_OFFSET,
+                          MAX_TIMESTAMP_OFFSET, CRC_OFFSET, ATTRIBUTES_OFFSET, _crc32c.crc32c)
 
 
 # --- magic 0/1 --------------------------------------------------------------------
@@ -629,22 +638,12 @@ def set_legacy_offset(buf, pos: int, offset: int) -> None:
 
 
 def set_legacy_timestamp(buf, pos: int, timestamp: int, timestamp_type: int) -> bool:
-    """Kafka's legacy setMaxTimestamp: magic 1 only; rewrites attributes and timestamp
-    and recomputes the CRC, or returns False when nothing changes."""
+    """Kafka's legacy setMaxTimestamp (magic 1 only): a compressed wrapper's timestamp
+    and type stand for its inner messages."""
     if _I8.unpack_from(buf, pos + MAGIC_OFFSET)[0] != 1:
         raise ValueError("Cannot set timestamp for a record with magic = 0")
-    if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
-        raise ValueError(f"invalid timestamp type {timestamp_type}")
-    attributes = _I8.unpack_from(buf, pos + LEGACY_ATTRIBUTES_OFFSET)[0]
-    current_type = LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
-    if current_type == timestamp_type and _I64.unpack_from(buf, pos + LEGACY_TIMESTAMP_OFFSET)[0] == timestamp:
-        return False
-    attributes = (attributes & ~TIMESTAMP_TYPE_MASK) | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
-    _I8.pack_into(buf, pos + LEGACY_ATTRIBUTES_OFFSET, attributes)
-    _I64.pack_into(buf, pos + LEGACY_TIMESTAMP_OFFSET, timestamp)
-    end = pos + LOG_OVERHEAD + _I32.unpack_from(buf, pos + SIZE_OFFSET)[0]
-    _U32.pack_into(buf, pos + LEGACY_CRC_OFFSET, zlib.crc32(memoryview(buf)[pos + MAGIC_OFFSET : end]))
-    return True
+    return _set_timestamp(buf, pos, timestamp, timestamp_type, _I8, LEGACY_ATTRIBUTES_OFFSET,
+                          LEGACY_TIMESTAMP_OFFSET, LEGACY_CRC_OFFSET, MAGIC_OFFSET, zlib.crc32)
 
 
 # --- control records --------------------------------------------------------------
