@@ -140,6 +140,7 @@ class Request:
     header: object
     body: object
     info: ApiInfo
+    connection: object = None
 
 
 def request_header_version(info: ApiInfo, version: int) -> int:

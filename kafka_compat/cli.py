@@ -1,0 +1,86 @@
+"""`kafka-compat serve | dump-log`: the command line.
+
+`serve` with no arguments runs a single node with embedded defaults: data in
+./kafka-compat-data, listening on 127.0.0.1:9092. A `server.properties` file
+(Kafka's names) and `--override name=value` flags change that; flags win.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+EMBEDDED_DEFAULTS = {
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+    "log.dirs": "./kafka-compat-data",
+    "node.id": "0",
+    "broker.id": "0",
+}
+
+
+def build_config(properties: str | None, overrides: list[str]):
+    from .config import BrokerConfig
+    values = dict(EMBEDDED_DEFAULTS)
+    for item in overrides:
+        if "=" not in item:
+            raise SystemExit(f"--override expects name=value, got {item!r}")
+        k, v = item.split("=", 1)
+        values[k.strip()] = v.strip()
+    return BrokerConfig.from_properties(properties, values) if properties else BrokerConfig.from_properties(None, values)
+
+
+async def serve(config) -> int:
+    from .server.broker import Broker, BrokerStartError
+    broker = Broker(config)
+    try:
+        await broker.start()
+    except BrokerStartError as e:
+        print(f"kafka-compat: {e}", file=sys.stderr)
+        return 1
+    host, port = broker.advertised_endpoint()
+    print(f"kafka-compat serving on {host}:{port} (data in {', '.join(broker.log_dirs)})", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    print("kafka-compat shutting down", flush=True)
+    await broker.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="kafka-compat", description="A Kafka-compatible broker.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run a broker")
+    s.add_argument("properties", nargs="?", help="a Kafka server.properties file")
+    s.add_argument("--override", "-o", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a broker property (Kafka's name), e.g. -o num.partitions=3")
+    s.add_argument("--listeners", help="shorthand for -o listeners=...")
+    s.add_argument("--log-dirs", help="shorthand for -o log.dirs=...")
+    s.add_argument("--log-level", default="INFO")
+    d = sub.add_parser("dump-log", help="print segments and indexes like Kafka's log dump tool")
+    d.add_argument("files", nargs="+")
+    d.add_argument("--print-data-log", action="store_true")
+    args, rest = ap.parse_known_args(argv)
+    if args.command == "dump-log":
+        from storage.dump import main as dump_main
+        return dump_main(args.files + (["--print-data-log"] if args.print_data_log else []) + rest)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides = list(args.override)
+    if args.listeners:
+        overrides.append(f"listeners={args.listeners}")
+    if args.log_dirs:
+        overrides.append(f"log.dirs={args.log_dirs}")
+    try:
+        config = build_config(args.properties, overrides)
+    except (OSError, ValueError) as e:
+        print(f"kafka-compat: {e}", file=sys.stderr)
+        return 1
+    return asyncio.run(serve(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

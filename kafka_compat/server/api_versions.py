@@ -1,0 +1,14 @@
+"""ApiVersions: the table of what we implement, which every client reads first."""
+from __future__ import annotations
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.api_versions import ApiVersionsResponse
+from .registry import handles, supported_versions
+
+
+@handles(18)
+def handle_api_versions(broker, request):
+    keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in supported_versions().items()]
+    # Kafka checks the client software name and version only from v3 on; we accept any.
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys, throttle_time_ms=0)

@@ -1,0 +1,156 @@
+"""The broker: configuration, listeners, topics, partitions and the request dispatch.
+
+One asyncio event loop serves every connection. Handlers are plain functions
+registered per API key (see registry.py); the broker only routes a decoded
+request to its handler and hands the handler the shared state it needs.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from base64 import urlsafe_b64encode
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from ..protocol.frames import Request
+from .registry import HANDLERS, CloseConnection, supported_versions
+from .topics import TopicRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listeners(text: str) -> list[Listener]:
+    """`PLAINTEXT://127.0.0.1:9092,OTHER://:9093` as Kafka spells `listeners`."""
+    out = []
+    for item in filter(None, (s.strip() for s in (text or "").split(","))):
+        parts = urlsplit(item)
+        if not parts.scheme or parts.port is None:
+            raise ValueError(f"listener {item!r} is not NAME://host:port")
+        out.append(Listener(parts.scheme.upper(), parts.hostname or "", parts.port))
+    return out
+
+
+class BrokerStartError(Exception):
+    """The broker cannot start (port in use, unreadable data directory): a message for people."""
+
+
+class Broker:
+    def __init__(self, config):
+        from . import handlers  # noqa: F401  (registers every handler module)
+        from .replica_manager import ReplicaManager
+        self.config = config
+        self.node_id = max(config.node_id, 0)
+        self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
+        self.listeners = parse_listeners(config["listeners"])
+        advertised = config.get("advertised.listeners")
+        self.advertised = parse_listeners(advertised) if advertised else None
+        self.supported_versions = supported_versions()
+        self.connections: set = set()
+        self.servers: list[asyncio.AbstractServer] = []
+        self.bound: list[Listener] = []
+        self.cluster_id: str | None = None
+        self.topics: TopicRegistry | None = None
+        self.replicas = ReplicaManager(self)
+        from .controller import Controller
+        self.controller = Controller(self)
+        self.started = False
+
+    # ------------------------------------------------------------ lifecycle
+    def _prepare_dirs(self) -> None:
+        for d in self.log_dirs:
+            try:
+                os.makedirs(d, exist_ok=True)
+                probe = os.path.join(d, ".kafka-compat-write-probe")
+                with open(probe, "w") as f:
+                    f.write("ok")
+                os.unlink(probe)
+            except OSError as e:
+                raise BrokerStartError(f"log directory {d!r} is not usable: {e.strerror or e}") from e
+        self.cluster_id = self._meta_properties(self.log_dirs[0])
+
+    def _meta_properties(self, directory: str) -> str:
+        """Kafka's meta.properties: the cluster id and node id this data belongs to."""
+        path = os.path.join(directory, "meta.properties")
+        props = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    if "=" in line and not line.startswith("#"):
+                        k, v = line.strip().split("=", 1)
+                        props[k] = v
+        if "cluster.id" not in props:
+            props = {"version": "1",
+                     "cluster.id": urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
+                     "node.id": str(self.node_id)}
+            with open(path, "w") as f:
+                f.write("#Written by kafka-compat\n")
+                for k, v in props.items():
+                    f.write(f"{k}={v}\n")
+        return props["cluster.id"]
+
+    async def start(self) -> None:
+        self._prepare_dirs()
+        self.topics = TopicRegistry(self.log_dirs[0])
+        await self.replicas.startup()
+        from ..network.connection import Connection
+        loop = asyncio.get_running_loop()
+        for lst in self.listeners:
+            try:
+                server = await loop.create_server(lambda: Connection(self), lst.host or None, lst.port,
+                                                  reuse_address=True, backlog=1024)
+            except OSError as e:
+                await self.stop()
+                raise BrokerStartError(
+                    f"cannot listen on {lst.host or '0.0.0.0'}:{lst.port}: {e.strerror or e}"
+                    + (" (is another broker running?)" if e.errno == 98 else "")) from e
+            for sock in server.sockets:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            port = server.sockets[0].getsockname()[1]
+            self.servers.append(server)
+            self.bound.append(Listener(lst.name, lst.host, port))
+        self.started = True
+        log.info("kafka-compat node %d serving %s (cluster %s)", self.node_id,
+                 ", ".join(f"{b.name}://{b.host}:{b.port}" for b in self.bound), self.cluster_id)
+
+    async def stop(self) -> None:
+        for s in self.servers:
+            s.close()
+        for conn in list(self.connections):
+            conn.close()
+        for s in self.servers:
+            await s.wait_closed()
+        self.servers.clear()
+        await self.replicas.shutdown()
+        self.started = False
+
+    # ------------------------------------------------------------ addresses
+    def advertised_endpoint(self, listener_name: str | None = None) -> tuple[str, int]:
+        """The host and port clients should use; a port of 0 in the config means the bound one."""
+        bound = self.bound[0] if self.bound else self.listeners[0]
+        if self.advertised:
+            adv = self.advertised[0]
+            return adv.host or "localhost", adv.port or bound.port
+        host = bound.host
+        if host in ("", "0.0.0.0", "::"):
+            host = socket.gethostname()
+        return host, bound.port
+
+    # ------------------------------------------------------------ dispatch
+    def handle(self, request: Request, conn):
+        handler = HANDLERS.get(request.api_key)
+        request.connection = conn
+        try:
+            return handler.fn(self, request)
+        except CloseConnection:
+            conn.close()
+            return None

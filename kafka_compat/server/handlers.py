@@ -1,0 +1,2 @@
+"""Importing this module registers every request handler (see registry.py)."""
+from . import api_versions, fetch, metadata, offsets, produce  # noqa: F401

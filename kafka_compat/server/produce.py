@@ -1,0 +1,161 @@
+"""Produce and InitProducerId.
+
+The records arrive as a memoryview into the request frame; storage validates
+them and assigns offsets in place, then writes them with one call. Nothing
+here looks at individual records.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+
+from storage.errors import LogError
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.init_producer_id import InitProducerIdResponse
+from ..protocol.messages.produce import ProduceResponse
+from .producer_state import ProducerError, producer_header
+from .registry import CloseConnection, handles
+
+ZSTD = 4
+_ATTRS = struct.Struct(">h")
+
+
+def _legacy_ok(records, version: int) -> int:
+    """Kafka's per-version format rules: v3+ carries only magic 2, zstd needs v7+."""
+    if records is None or len(records) < 17:
+        return ErrorCode.INVALID_RECORD if records is None else ErrorCode.CORRUPT_MESSAGE
+    magic = records[16]
+    if version >= 3 and magic != 2:
+        return ErrorCode.INVALID_RECORD
+    if magic == 2 and version < 7 and len(records) >= 23 and _ATTRS.unpack_from(records, 21)[0] & 7 == ZSTD:
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    return ErrorCode.NONE
+
+
+def append_partition(broker, topic: str, index: int, records, version: int) -> ProduceResponse.PartitionProduceResponse:
+    out = ProduceResponse.PartitionProduceResponse(index=index, base_offset=-1, log_append_time_ms=-1,
+                                                   log_start_offset=-1)
+    partition, code = broker.replicas.lookup(topic, index)
+    if partition is None:
+        out.error_code = code
+        return out
+    code = _legacy_ok(records, version)
+    if code:
+        out.error_code = code
+        return out
+    header = producer_header(records)
+    if header is not None:
+        try:
+            duplicate = partition.producers.check(header)
+        except ProducerError as e:
+            out.error_code, out.error_message = e.code, str(e)
+            return out
+        if duplicate is not None:       # a retry of a batch we already have: its original offsets
+            out.base_offset = duplicate.first_offset
+            out.log_start_offset = partition.log.log_start_offset
+            return out
+    try:
+        result = partition.log.append(records, partition.leader_epoch)
+    except LogError as e:
+        out.error_code = e.error_code
+        out.error_message = str(e) or None
+        out.record_errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                             for i, m in e.record_errors]
+        return out
+    if header is not None:
+        partition.producers.update(header.producer_id, header.epoch, header.first_seq, header.last_seq,
+                                   result.first_offset, result.last_offset, result.max_timestamp)
+    out.base_offset = result.first_offset
+    out.log_append_time_ms = result.log_append_time
+    out.log_start_offset = result.log_start_offset
+    broker.replicas.appended(partition)
+    return out
+
+
+@handles(0)
+def handle_produce(broker, request):
+    req = request.body
+    v = request.api_version
+    if req.transactional_id is not None:
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif req.acks not in (0, 1, -1):
+        error = ErrorCode.INVALID_REQUIRED_ACKS
+    else:
+        error = ErrorCode.NONE
+    responses = []
+    failed = False
+    for t in req.topic_data:
+        name = t.name
+        if v >= 13:
+            topic = broker.topics.by_id.get(t.topic_id)
+            name = topic.name if topic else None
+        parts = []
+        for p in t.partition_data:
+            if error:
+                r = ProduceResponse.PartitionProduceResponse(index=p.index, error_code=error, base_offset=-1)
+            elif name is None:
+                r = ProduceResponse.PartitionProduceResponse(index=p.index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                                                             base_offset=-1)
+            else:
+                r = append_partition(broker, name, p.index, p.records, v)
+            failed = failed or r.error_code != 0
+            parts.append(r)
+        responses.append(ProduceResponse.TopicProduceResponse(name=t.name, topic_id=t.topic_id,
+                                                              partition_responses=parts))
+    if req.acks == 0:
+        if failed:
+            raise CloseConnection()     # Kafka's way to make an acks=0 producer refresh metadata
+        return None
+    return ProduceResponse(responses=responses, throttle_time_ms=0)
+
+
+class ProducerIdManager:
+    """Hands out producer ids; the next free id is persisted so ids are never reused."""
+
+    BLOCK = 1000
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, "kafka-compat-producer-id")
+        self.lock = threading.Lock()
+        try:
+            with open(self.path) as f:
+                self.reserved = int(f.read().strip() or 0)
+        except FileNotFoundError:
+            self.reserved = 0
+        self.next = self.reserved
+
+    def allocate(self) -> int:
+        with self.lock:
+            if self.next >= self.reserved:
+                self.reserved = self.next + self.BLOCK
+                tmp = self.path + ".tmp"
+                with open(tmp, "w") as f:
+                    f.write(str(self.reserved))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path)
+            pid = self.next
+            self.next += 1
+            return pid
+
+
+@handles(22, 0, 5)
+def handle_init_producer_id(broker, request):
+    req = request.body
+    resp = InitProducerIdResponse(throttle_time_ms=0, producer_id=-1, producer_epoch=-1)
+    if req.transactional_id is not None:
+        # Transactions are not implemented: we are nobody's transaction coordinator.
+        resp.error_code = ErrorCode.NOT_COORDINATOR
+        return resp
+    manager = getattr(broker, "producer_ids", None)
+    if manager is None:
+        manager = broker.producer_ids = ProducerIdManager(broker.log_dirs[0])
+    if request.api_version >= 3 and req.producer_id >= 0 and req.producer_epoch >= 0:
+        # KIP-360: an idempotent producer bumps its epoch; at the top it needs a new id.
+        if req.producer_epoch < 32766:
+            resp.producer_id, resp.producer_epoch = req.producer_id, req.producer_epoch + 1
+            return resp
+    resp.producer_id, resp.producer_epoch = manager.allocate(), 0
+    return resp

@@ -1,0 +1,165 @@
+"""ReplicaManager: the partitions this broker hosts, their logs, and the delayed operations on them.
+
+Handlers go through here to append and read, so that the things Kafka ties
+to a partition (leader epoch, high watermark, producer state, waking delayed
+fetches after an append) happen in one place and the handlers stay thin.
+In a single-node broker every partition is a leader with ISR = {this node},
+so the high watermark is the log end offset.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+
+from storage.config import _DEFS as _LOG_DEFS, LogConfig
+from storage.log import Log
+
+from ..config import validate_topic_configs
+from ..protocol.errors import ErrorCode
+from ..purgatory import DelayedOperationPurgatory
+from .producer_state import ProducerStateManager
+
+log = logging.getLogger(__name__)
+LOG_CONFIG_NAMES = frozenset(_LOG_DEFS)
+
+@dataclass
+class PartitionState:
+    leader: int
+    leader_epoch: int
+    replicas: tuple
+    isr: tuple
+
+
+class Partition:
+    """One hosted partition: its log and what Kafka keeps beside it."""
+
+    def __init__(self, topic: str, index: int, log: Log, node_id: int):
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.leader_epoch = 0
+        self.state = PartitionState(node_id, 0, (node_id,), (node_id,))
+        self.producers = ProducerStateManager()
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.producers.last_stable_offset(self.high_watermark)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.index)
+
+
+class ReplicaManager:
+    def __init__(self, broker):
+        self.broker = broker
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.fetch_purgatory: DelayedOperationPurgatory | None = None
+        self.produce_purgatory: DelayedOperationPurgatory | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    async def startup(self) -> None:
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
+        self.produce_purgatory = DelayedOperationPurgatory("Produce")
+        for topic in list(self.broker.topics.topics.values()):
+            self.add_partitions(topic, 0)
+
+    async def shutdown(self) -> None:
+        for p in list(self.partitions.values()):
+            try:
+                p.log.flush()
+                p.log.close()
+            except Exception:
+                log.exception("closing %s-%d", p.topic, p.index)
+        self.partitions.clear()
+        for purgatory in (self.fetch_purgatory, self.produce_purgatory):
+            if purgatory is not None:
+                purgatory.shutdown()
+
+    # ------------------------------------------------------------ configuration
+    def log_config(self, topic_configs: dict[str, str]) -> LogConfig:
+        """The broker's topic defaults with the topic's overrides, as storage wants them."""
+        props = self.broker.config.topic_defaults()
+        props.update(validate_topic_configs(topic_configs))
+        policy = props.get("cleanup.policy")
+        if isinstance(policy, (list, tuple)):
+            props["cleanup.policy"] = ",".join(policy)
+        return LogConfig({k: v for k, v in props.items() if k in LOG_CONFIG_NAMES})
+
+    def validate_topic_configs(self, configs: dict[str, str]) -> None:
+        """Raise ValueError (ConfigError) for an unknown or malformed topic config."""
+        self.log_config(configs)
+
+    # ------------------------------------------------------------ partitions
+    def _dir_for_new_partition(self) -> str:
+        """Kafka puts a new partition in the log directory that holds the fewest."""
+        counts = {d: 0 for d in self.broker.log_dirs}
+        for p in self.partitions.values():
+            parent = os.path.dirname(p.log.dir)
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.broker.log_dirs, key=lambda d: counts[d])
+
+    def _existing_dir(self, name: str) -> str | None:
+        for d in self.broker.log_dirs:
+            path = os.path.join(d, name)
+            if os.path.isdir(path):
+                return path
+        return None
+
+    def add_partitions(self, topic, first_new: int) -> None:
+        config = self.log_config(topic.configs)
+        for index in range(first_new, topic.partitions):
+            key = (topic.name, index)
+            if key in self.partitions:
+                continue
+            name = f"{topic.name}-{index}"
+            path = self._existing_dir(name) or os.path.join(self._dir_for_new_partition(), name)
+            os.makedirs(path, exist_ok=True)
+            partition = Partition(topic.name, index, Log(path, config), self.broker.node_id)
+            partition.producers.rebuild(partition.log)
+            self.partitions[key] = partition
+
+    def remove_topic(self, topic) -> None:
+        for index in range(topic.partitions):
+            p = self.partitions.pop((topic.name, index), None)
+            if p is None:
+                continue
+            p.log.close()
+            shutil.rmtree(p.log.dir, ignore_errors=True)
+            self.fetch_purgatory.check_and_complete(p.key)
+
+    def topic_configs_changed(self, topic) -> None:
+        config = self.log_config(topic.configs)
+        for index in range(topic.partitions):
+            p = self.partitions.get((topic.name, index))
+            if p is not None:
+                p.log.update_config(config)
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def partition_state(self, topic: str, index: int) -> PartitionState:
+        p = self.partitions.get((topic, index))
+        if p is None:
+            node = self.broker.node_id
+            return PartitionState(node, 0, (node,), (node,))
+        return p.state
+
+    def lookup(self, topic: str, index: int) -> tuple[Partition | None, int]:
+        """The partition, or the error a client should see for it."""
+        p = self.partitions.get((topic, index))
+        if p is not None:
+            return p, ErrorCode.NONE
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def appended(self, partition: Partition) -> None:
+        """New data: wake fetches waiting on this partition."""
+        self.fetch_purgatory.check_and_complete(partition.key)
