@@ -22,7 +22,7 @@ from .errors import KafkaStorageError, OffsetOutOfRangeError, RecordListTooLarge
 from .headers import NO_TIMESTAMP, BatchInfo
 from .loader import load
 from .scheduler import Scheduler, default_scheduler
-from .segment import DELETED_SUFFIX, LogSegment, now_ms
+from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
 from .validator import CLIENT, validate_and_assign
 
 log = logging.getLogger(__name__)
@@ -380,22 +380,28 @@ class Log:
                                      self.config.file_delete_delay_ms)
 
     # -- compaction support -----------------------------------------------------------------
-    def replace_segments(self, new_segments: list, old_segments: list) -> None:
-        """Swap cleaned segments in for the ones they replace (cleaner's last step).
+    def replace_segments(self, new_segments: list, old_segments: list) -> bool:
+        """Swap cleaned segments in for the ones they replace (the cleaner's last step).
 
-        The new segments carry the ``.swap`` suffix until they are in the list; old files are
-        renamed ``.deleted`` before the new ones take their names, as Kafka orders it.
+        Returns False, changing nothing, if any old segment has left the log meanwhile
+        (retention or truncation won the race). New segments carry the ``.swap`` suffix
+        until they are in the list; the old files are renamed ``.deleted`` first, as Kafka
+        orders it, so a crash at any point is finished or undone by the loader.
         """
         with self._lock:
+            current = self.segments
             old_ids = {id(s) for s in old_segments}
-            kept = [s for s in self.segments if id(s) not in old_ids]
+            if len(old_ids & {id(s) for s in current}) != len(old_ids) or self.closed:
+                return False
+            kept = [s for s in current if id(s) not in old_ids]
             self._set_segments(sorted(kept + list(new_segments), key=lambda s: s.base_offset))
             for segment in old_segments:
                 segment.change_suffix("", DELETED_SUFFIX)
             for segment in new_segments:
-                segment.change_suffix(".swap", "")
+                segment.change_suffix(SWAP_SUFFIX, "")
         self._scheduler.schedule(f"delete-{self.name}", lambda: [s.delete() for s in old_segments],
                                  self.config.file_delete_delay_ms)
+        return True
 
     # -- truncation -------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> bool:

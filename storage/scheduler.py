@@ -24,6 +24,7 @@ class Scheduler:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
+        self._shut_down = False
 
     def start(self) -> "Scheduler":
         with self._cond:
@@ -34,7 +35,15 @@ class Scheduler:
         return self
 
     def schedule(self, name: str, fn, delay_ms: int = 0, period_ms: int | None = None) -> None:
-        """Run ``fn()`` after ``delay_ms``, then every ``period_ms`` if given."""
+        """Run ``fn()`` after ``delay_ms``, then every ``period_ms`` if given.
+
+        After shutdown a one-shot task runs at once in the caller's thread, so nothing
+        (a delayed file deletion, a flush after a roll) is silently dropped.
+        """
+        if self._shut_down:
+            if period_ms is None:
+                fn()
+            return
         self.start()
         with self._cond:
             if self._stopped:
@@ -77,6 +86,7 @@ class Scheduler:
     def shutdown(self, run_pending: bool = False) -> None:
         with self._cond:
             self._stopped = True
+            self._shut_down = True
             self._cond.notify_all()
             thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():

@@ -1,0 +1,207 @@
+"""LogManager: the partitions of every log.dir, their recovery, and the background work.
+
+- A partition lives in ``<log dir>/<topic>-<partition>``; a new one goes to the log
+  dir holding the fewest partitions (Kafka's nextLogDirs).
+- At startup each dir's checkpoints are read; a dir without the clean-shutdown marker
+  has every log recovered from its recovery point. The marker is removed while running.
+- Background (never on the caller's thread): retention every
+  log.retention.check.interval.ms, flush.ms checks, checkpoints, and the cleaner.
+- Shutdown flushes and closes every log, writes the checkpoints, then the marker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import threading
+import uuid
+from typing import Callable
+
+from . import checkpoint
+from .cleaner import LogCleaner
+from .config import LogConfig
+from .log import Log
+from .scheduler import Scheduler
+from .segment import now_ms
+
+log = logging.getLogger(__name__)
+
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+DELETE_DIR_SUFFIX = "-delete"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    m = _PARTITION_DIR.match(name)
+    if not m:
+        return None
+    return m.group("topic"), int(m.group("partition"))
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str], default_config: LogConfig | None = None, *,
+                 topic_config: Callable[[str], LogConfig] | None = None, clock: Callable[[], int] = now_ms,
+                 retention_check_interval_ms: int = 300000, flush_check_interval_ms: int = 1000,
+                 checkpoint_interval_ms: int = 60000, cleaner_enabled: bool = True, cleaner_backoff_ms: int = 15000,
+                 cleaner_upper_bound: Callable[[Log], int | None] | None = None):
+        if not log_dirs:
+            raise ValueError("log.dirs is empty")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = default_config or LogConfig()
+        self._topic_config = topic_config or (lambda topic: self.default_config)
+        self.clock = clock
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.flush_check_interval_ms = flush_check_interval_ms
+        self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.scheduler = Scheduler("kafka-log-manager")
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._dir_of: dict[tuple[str, int], str] = {}
+        self._lock = threading.Lock()
+        self.cleaner = LogCleaner(self.logs_by_dir, clock, cleaner_backoff_ms,
+                                  upper_bound=cleaner_upper_bound) if cleaner_enabled else None
+        self.started = False
+
+    # -- startup ------------------------------------------------------------------------
+    def startup(self, background: bool = True) -> None:
+        """Load (and recover) every partition found, then start the background tasks."""
+        for directory in self.log_dirs:
+            os.makedirs(directory, exist_ok=True)
+            self._load_dir(directory)
+        self.started = True
+        if background:
+            self.scheduler.schedule("kafka-log-retention", self.cleanup_logs, self.retention_check_interval_ms,
+                                    self.retention_check_interval_ms)
+            self.scheduler.schedule("kafka-log-flusher", self.flush_dirty_logs, self.flush_check_interval_ms,
+                                    self.flush_check_interval_ms)
+            self.scheduler.schedule("kafka-recovery-point-checkpoint", self.checkpoint_recovery_points,
+                                    self.checkpoint_interval_ms, self.checkpoint_interval_ms)
+            self.scheduler.schedule("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets,
+                                    self.checkpoint_interval_ms, self.checkpoint_interval_ms)
+            if self.cleaner is not None:
+                self.cleaner.start()
+
+    def _load_dir(self, directory: str) -> None:
+        clean = checkpoint.had_clean_shutdown(directory)
+        recovery_points = checkpoint.read_offsets(os.path.join(directory, checkpoint.RECOVERY_POINT_CHECKPOINT))
+        start_offsets = checkpoint.read_offsets(os.path.join(directory, checkpoint.LOG_START_OFFSET_CHECKPOINT))
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)   # a deletion that did not finish
+                continue
+            tp = parse_partition_dir(name)
+            if tp is None:
+                continue
+            lg = Log(path, self._topic_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
+                     log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
+                     scheduler=self.scheduler, clock=self.clock)
+            if tp in self._logs:
+                raise RuntimeError(f"duplicate log directories for {tp}: {self._dir_of[tp]} and {directory}")
+            self._logs[tp] = lg
+            self._dir_of[tp] = directory
+        # Until the next clean shutdown, a crash must be treated as unclean.
+        checkpoint.remove_clean_shutdown(directory)
+        self._write_checkpoints(directory)
+
+    # -- partitions ---------------------------------------------------------------------
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    @property
+    def logs(self) -> dict:
+        return dict(self._logs)
+
+    def logs_by_dir(self) -> dict[str, list[Log]]:
+        result: dict[str, list[Log]] = {d: [] for d in self.log_dirs}
+        for tp, lg in list(self._logs.items()):
+            result[self._dir_of[tp]].append(lg)
+        return result
+
+    def next_log_dir(self) -> str:
+        """The log dir holding the fewest partitions (ties: the first listed)."""
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        with self._lock:
+            tp = (topic, partition)
+            lg = self._logs.get(tp)
+            if lg is not None:
+                return lg
+            directory = self.next_log_dir()
+            lg = Log(os.path.join(directory, f"{topic}-{partition}"), config or self._topic_config(topic),
+                     had_clean_shutdown=True, scheduler=self.scheduler, clock=self.clock)
+            self._logs[tp] = lg
+            self._dir_of[tp] = directory
+            return lg
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        for (t, _), lg in list(self._logs.items()):
+            if t == topic:
+                lg.update_config(config)
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Rename to ``<dir>.<uuid>-delete`` now, remove after file.delete.delay.ms (as Kafka does)."""
+        with self._lock:
+            tp = (topic, partition)
+            lg = self._logs.pop(tp, None)
+            directory = self._dir_of.pop(tp, None)
+        if lg is None:
+            return
+        lg.close()
+        doomed = f"{lg.dir}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        os.rename(lg.dir, doomed)
+        self.scheduler.schedule(f"delete-{lg.name}", lambda: shutil.rmtree(doomed, ignore_errors=True),
+                                lg.config.file_delete_delay_ms)
+        self._write_checkpoints(directory)
+
+    # -- background work ------------------------------------------------------------------
+    def cleanup_logs(self) -> int:
+        """One retention pass over every log; returns the number of segments deleted."""
+        deleted = 0
+        now = self.clock()
+        for lg in list(self._logs.values()):
+            if not lg.closed:
+                deleted += lg.delete_old_segments(now)
+        return deleted
+
+    def flush_dirty_logs(self) -> None:
+        """fsync logs whose flush.ms has passed since their last flush."""
+        now = self.clock()
+        for lg in list(self._logs.values()):
+            if not lg.closed and lg.unflushed_messages > 0 and now - lg.last_flush_ms >= lg.config.flush_ms:
+                lg.flush()
+
+    def checkpoint_recovery_points(self) -> None:
+        for directory in self.log_dirs:
+            self._write_checkpoint(directory, checkpoint.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for directory in self.log_dirs:
+            self._write_checkpoint(directory, checkpoint.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset)
+
+    def _write_checkpoint(self, directory: str, name: str, value) -> None:
+        offsets = {(lg.topic, lg.partition): value(lg) for lg in self.logs_by_dir().get(directory, [])}
+        checkpoint.write_offsets(os.path.join(directory, name), offsets)
+
+    def _write_checkpoints(self, directory: str) -> None:
+        self._write_checkpoint(directory, checkpoint.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
+        self._write_checkpoint(directory, checkpoint.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset)
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Stop background work, close every log, write checkpoints and the clean-shutdown marker."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
+        self.scheduler.shutdown(run_pending=True)
+        for lg in list(self._logs.values()):
+            lg.close()
+        for directory in self.log_dirs:
+            self._write_checkpoints(directory)
+            checkpoint.write_clean_shutdown(directory)
+        self.started = False
