@@ -87,6 +87,8 @@ class Log:
         loaded = load(directory, self.config, recovery_point=recovery_point, log_start_offset=log_start_offset,
                       had_clean_shutdown=had_clean_shutdown)
         self.truncated_on_load = loaded.truncated_bytes
+        for segment in loaded.segments:
+            segment.created_ms = clock()   # segment.ms without timestamps counts from loading, as in Kafka
         self._set_segments(loaded.segments)
         self.next_offset = loaded.next_offset
         self.recovery_point = loaded.recovery_point
@@ -272,7 +274,9 @@ class Log:
             return None
         start_offset = self.log_start_offset
         for segment in segments:
-            if segment.largest_timestamp() < target:
+            # Kafka searches only the first segment whose largest timestamp reaches the target;
+            # segments wholly below the log start (after DeleteRecords) are skipped here.
+            if segment.next_offset <= start_offset or segment.largest_timestamp() < target:
                 continue
             _, indexed_offset = segment.time_index.lookup(target)
             _, position = segment.offset_index.lookup(max(indexed_offset, start_offset))

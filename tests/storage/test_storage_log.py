@@ -1,0 +1,193 @@
+"""Log: append, read as whole-batch file slices, roll conditions, offsets by timestamp, flushing."""
+
+import os
+import threading
+
+import pytest
+from logtools import TS, batch, keyed, read_records, read_views
+
+from kafka_compat.protocol.errors import ErrorCode
+from kafka_compat.protocol.records import build_batch, build_legacy_message_set
+from storage.errors import LogError, OffsetOutOfRangeError
+from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from storage.validator import COORDINATOR
+
+
+def test_append_assigns_consecutive_offsets_and_reports_metadata(make_log):
+    lg = make_log()
+    r1 = lg.append(batch(3, producer_id=9, producer_epoch=1, base_sequence=0))
+    r2 = lg.append(batch(2))
+    assert (r1.first_offset, r1.last_offset, r2.first_offset, r2.last_offset) == (0, 2, 3, 4)
+    assert r1.batches[0].producer_id == 9 and r1.log_start_offset == 0
+    assert lg.log_end_offset == 5
+    assert [r.offset for r in read_records(lg)] == list(range(5))
+
+
+def test_read_returns_whole_batches_starting_with_the_one_holding_the_offset(make_log):
+    lg = make_log()
+    for _ in range(10):
+        lg.append(batch(4, value=b"x" * 50))
+    size = len(batch(4, value=b"x" * 50))
+    result = lg.read(6, 3 * size + 10)          # offset 6 is inside the batch 4..7
+    assert [s.length for s in result.slices] == [3 * size]
+    views = read_views(lg, 6, 3 * size + 10)
+    assert [(v.base_offset, v.last_offset) for v in views] == [(4, 7), (8, 11), (12, 15)]
+    fd, position, length = result.slices[0]
+    assert os.pread(fd, length, position) == result.read_bytes()
+    assert (result.log_start_offset, result.log_end_offset) == (0, 40)
+
+
+def test_first_batch_returned_whole_even_above_max_bytes(make_log):
+    lg = make_log()
+    lg.append(batch(1, value=b"x" * 5000))
+    lg.append(batch(1))
+    result = lg.read(0, 100)
+    assert result.size == len(batch(1, value=b"x" * 5000))
+    assert lg.read(0, 100, min_one_message=False).size == 0
+
+
+def test_offset_out_of_range(make_log):
+    lg = make_log()
+    lg.append(batch(5))
+    assert lg.read(5, 1000).slices == []           # the log end itself is fine: nothing yet
+    with pytest.raises(OffsetOutOfRangeError) as info:
+        lg.read(6, 1000)
+    assert info.value.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    lg.maybe_increment_log_start_offset(3)
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read(2, 1000)
+    assert read_records(lg, 3)[0].offset == 0      # whole batch: the client skips below 3
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.maybe_increment_log_start_offset(6)
+
+
+def test_upper_bound_stops_before_the_batch_holding_it(make_log):
+    lg = make_log(segment_bytes=300)
+    for _ in range(8):
+        lg.append(batch(2, value=b"z" * 30))
+    assert len(lg.segments) > 2
+    views = read_views(lg, 0, 1 << 20)
+    assert views[-1].last_offset == 15               # reads span segments
+    bounded = lg.read(0, 1 << 20, upper_bound=9)     # high watermark 9 is inside batch 8..9
+    from kafka_compat.protocol.records import batches
+    got = [(v.base_offset, v.last_offset) for v in batches(bounded.read_bytes())]
+    assert got == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert lg.read(10, 1 << 20, upper_bound=9).slices == []
+
+
+def test_roll_on_segment_bytes(make_log):
+    lg = make_log(segment_bytes=1000)
+    one = len(batch(1, value=b"a" * 200))
+    for _ in range(10):
+        lg.append(batch(1, value=b"a" * 200))
+    assert all(s.size <= 1000 for s in lg.segments)
+    assert [s.base_offset for s in lg.segments] == [i * (1000 // one) for i in range(len(lg.segments))]
+    with pytest.raises(LogError) as info:
+        lg.append(batch(1, value=b"a" * 2000))
+    assert info.value.error_code == ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+def test_roll_on_segment_ms_by_record_timestamps(make_log, clock):
+    lg = make_log(segment_ms=60_000)
+    lg.append(batch(1, ts=TS))
+    lg.append(batch(1, ts=TS + 60_000))        # not more than segment.ms yet
+    assert len(lg.segments) == 1
+    lg.append(batch(1, ts=TS + 60_001))
+    assert [s.base_offset for s in lg.segments] == [0, 2]
+
+
+def test_roll_on_segment_ms_without_timestamps_uses_creation_time(make_log, clock):
+    lg = make_log(segment_ms=60_000)
+    lg.append(bytearray(build_legacy_message_set([(b"a", b"1")], magic=0)))
+    clock.advance(60_001)
+    lg.append(bytearray(build_legacy_message_set([(b"a", b"1")], magic=0)))
+    assert [s.base_offset for s in lg.segments] == [0, 1]
+
+
+def test_roll_on_full_offset_index(make_log):
+    lg = make_log(segment_index_bytes=24, index_interval_bytes=1)   # 3 offset entries, 2 time entries
+    for i in range(12):
+        lg.append(batch(1, ts=TS + i))
+    for seg in lg.segments[:-1]:
+        assert seg.offset_index.entries <= 3
+    assert len(lg.segments) >= 3
+
+
+def test_roll_on_relative_offset_overflow(make_log):
+    lg = make_log()
+    big = bytearray(build_batch([(b"k", b"v", (), TS)], last_offset_delta=2 ** 31 - 10))
+    lg.append(big, origin=COORDINATOR)
+    assert len(lg.segments) == 1 and lg.log_end_offset == 2 ** 31 - 9
+    lg.append(batch(20))                        # last offset would be base + 2^31 + 10
+    assert [s.base_offset for s in lg.segments] == [0, 2 ** 31 - 9]
+    assert lg.log_end_offset == 2 ** 31 + 11
+
+
+def test_offsets_by_timestamp(make_log):
+    lg = make_log(segment_bytes=400, index_interval_bytes=50)
+    stamps = [TS + 10 * i for i in range(20)]
+    stamps[7] = TS + 1000                          # an out-of-order maximum in the middle
+    for ts in stamps:
+        lg.append(batch(2, ts=ts))
+    assert len(lg.segments) > 3
+    assert lg.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).offset == 0
+    assert lg.fetch_offset_by_timestamp(LATEST_TIMESTAMP).offset == 40
+    top = lg.fetch_offset_by_timestamp(MAX_TIMESTAMP)
+    assert (top.timestamp, top.offset) == (TS + 1000, 14)
+    hit = lg.fetch_offset_by_timestamp(TS + 95)   # first record with timestamp >= target
+    assert (hit.timestamp, hit.offset) == (TS + 1000, 14)
+    hit = lg.fetch_offset_by_timestamp(TS + 120)
+    assert (hit.timestamp, hit.offset) == (TS + 1000, 14)
+    hit = lg.fetch_offset_by_timestamp(TS + 30)
+    assert (hit.timestamp, hit.offset) == (TS + 30, 6)
+    assert lg.fetch_offset_by_timestamp(TS + 1001) is None
+    lg.maybe_increment_log_start_offset(20)
+    assert lg.fetch_offset_by_timestamp(TS).offset == 20
+
+
+def test_flush_messages_advances_recovery_point(make_log):
+    lg = make_log(flush_messages=5)
+    lg.append(batch(3))
+    assert lg.recovery_point == 0
+    lg.append(batch(3))
+    assert lg.recovery_point == 6
+    lg.flush()
+    assert lg.recovery_point == 6
+
+
+def test_segment_list_is_copy_on_write(make_log):
+    lg = make_log(segment_bytes=300)
+    lg.append(batch(2, value=b"z" * 30))
+    before = lg.segments
+    for _ in range(6):
+        lg.append(batch(2, value=b"z" * 30))
+    assert len(before) == 1 and len(lg.segments) > 1 and lg.segments[0] is before[0]
+
+
+def test_readers_never_fail_during_rolls_and_retention(make_log):
+    lg = make_log(segment_bytes=2000, retention_bytes=6000, file_delete_delay_ms=60_000)
+    errors, done = [], threading.Event()
+
+    def reader():
+        while not done.is_set():
+            try:
+                start = lg.log_start_offset
+                if start < lg.log_end_offset:
+                    views = read_views(lg, start, 4000)
+                    assert views and views[0].last_offset >= start
+            except OffsetOutOfRangeError:
+                pass   # the start moved between the two reads: allowed
+            except Exception as exc:  # noqa: BLE001 - any other failure is the bug
+                errors.append(exc)
+                return
+
+    t = threading.Thread(target=reader)
+    t.start()
+    for i in range(400):
+        lg.append(keyed([(b"k%d" % i, b"v" * 40)]))
+        if i % 20 == 0:
+            lg.delete_old_segments()
+    done.set()
+    t.join()
+    assert errors == []
+    assert lg.log_start_offset > 0
