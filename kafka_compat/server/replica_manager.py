@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import shutil
 from dataclasses import dataclass
 
 from storage.config import _DEFS as _LOG_DEFS, LogConfig
-from storage.log import Log
+from storage.manager import LogManager
 
 from ..config import validate_topic_configs
 from ..protocol.errors import ErrorCode
@@ -63,22 +61,36 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.fetch_purgatory: DelayedOperationPurgatory | None = None
         self.produce_purgatory: DelayedOperationPurgatory | None = None
+        self.logs: LogManager | None = None
 
     # ------------------------------------------------------------ lifecycle
     async def startup(self) -> None:
+        cfg = self.broker.config
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch")
         self.produce_purgatory = DelayedOperationPurgatory("Produce")
+        # The flusher wakes at least every second so flush.ms is honoured even when
+        # log.flush.scheduler.interval.ms keeps Kafka's "never" default.
+        flush_check = min(cfg["log.flush.scheduler.interval.ms"], 1000)
+        self.logs = LogManager(
+            self.broker.log_dirs, self.log_config({}), topic_config=self._config_of,
+            retention_check_interval_ms=cfg["log.retention.check.interval.ms"],
+            flush_check_interval_ms=flush_check,
+            checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
+            cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"])
+        # Loading recovers logs after an unclean shutdown: keep that off the event loop.
+        await asyncio.to_thread(self.logs.startup)
         for topic in list(self.broker.topics.topics.values()):
             self.add_partitions(topic, 0)
 
+    def _config_of(self, topic_name: str) -> LogConfig:
+        topic = self.broker.topics.get(topic_name)
+        return self.log_config(topic.configs if topic else {})
+
     async def shutdown(self) -> None:
-        for p in list(self.partitions.values()):
-            try:
-                p.log.flush()
-                p.log.close()
-            except Exception:
-                log.exception("closing %s-%d", p.topic, p.index)
         self.partitions.clear()
+        if self.logs is not None:
+            await asyncio.to_thread(self.logs.shutdown)
+            self.logs = None
         for purgatory in (self.fetch_purgatory, self.produce_purgatory):
             if purgatory is not None:
                 purgatory.shutdown()
@@ -98,32 +110,14 @@ class ReplicaManager:
         self.log_config(configs)
 
     # ------------------------------------------------------------ partitions
-    def _dir_for_new_partition(self) -> str:
-        """Kafka puts a new partition in the log directory that holds the fewest."""
-        counts = {d: 0 for d in self.broker.log_dirs}
-        for p in self.partitions.values():
-            parent = os.path.dirname(p.log.dir)
-            if parent in counts:
-                counts[parent] += 1
-        return min(self.broker.log_dirs, key=lambda d: counts[d])
-
-    def _existing_dir(self, name: str) -> str | None:
-        for d in self.broker.log_dirs:
-            path = os.path.join(d, name)
-            if os.path.isdir(path):
-                return path
-        return None
-
     def add_partitions(self, topic, first_new: int) -> None:
         config = self.log_config(topic.configs)
         for index in range(first_new, topic.partitions):
             key = (topic.name, index)
             if key in self.partitions:
                 continue
-            name = f"{topic.name}-{index}"
-            path = self._existing_dir(name) or os.path.join(self._dir_for_new_partition(), name)
-            os.makedirs(path, exist_ok=True)
-            partition = Partition(topic.name, index, Log(path, config), self.broker.node_id)
+            partition = Partition(topic.name, index, self.logs.get_or_create_log(topic.name, index, config),
+                                  self.broker.node_id)
             partition.producers.rebuild(partition.log)
             self.partitions[key] = partition
 
@@ -132,16 +126,11 @@ class ReplicaManager:
             p = self.partitions.pop((topic.name, index), None)
             if p is None:
                 continue
-            p.log.close()
-            shutil.rmtree(p.log.dir, ignore_errors=True)
+            self.logs.delete_log(topic.name, index)
             self.fetch_purgatory.check_and_complete(p.key)
 
     def topic_configs_changed(self, topic) -> None:
-        config = self.log_config(topic.configs)
-        for index in range(topic.partitions):
-            p = self.partitions.get((topic.name, index))
-            if p is not None:
-                p.log.update_config(config)
+        self.logs.update_config(topic.name, self.log_config(topic.configs))
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
