@@ -61,6 +61,7 @@ class MessageEmitter:
         self.funcs: dict[str, str] = {}       # function body (with placeholder) -> name
         self.out = Code()
         self.memo: dict[tuple[str, str, int], str] = {}
+        self.pending: list[str] = []           # helper functions emitted after the codecs
 
     # ---------------------------------------------------------- naming
     def cls(self, struct_name: str | None) -> str:
@@ -111,10 +112,31 @@ class MessageEmitter:
         if f.is_array or f.type in ("bytes",):
             return f"{x}"
         if f.is_struct:
-            return f"{x} is not None and {x} != {d}"
+            return f"{x} is not None and {self.differs_fn(f.element)}({x})"
         if f.type == "string" and d == "''":
             return f"{x}"
         return f"{x} != {d}"
+
+    def differs_fn(self, sname: str) -> str:
+        """A generated test "this struct differs from its default", for tagged struct fields.
+
+        Comparing with a freshly built default instance would build one per encode.
+        """
+        key = ("nd", sname, 0)
+        if key in self.memo:
+            return self.memo[key]
+        name = f"_nd_{self.cls(sname).lstrip('_')}"
+        self.memo[key] = name
+        tests = []
+        for f in self.m.structs[sname].fields:
+            tests.append(f"({self.is_default_test(f, 'x.' + f.attr)})")
+        tests.append("bool(x.unknown_tags)")
+        c = Code()
+        c("def __FN__(x):")
+        with c.indent():
+            c("return (" + "\n            or ".join(tests) + ")")
+        self.pending.append(c.text().replace("__FN__", name))
+        return name
 
     # ---------------------------------------------------------- classes
     def emit_classes(self) -> None:
@@ -233,14 +255,14 @@ class MessageEmitter:
     def dec_length(self, c: Code, f: Field, v: int, wide: bool) -> None:
         """Read a length/count into `n`: -1 means null."""
         if self.flexible(f, v):
-            c("n = buf[p]")
-            c("if n < 128:")
+            c("n = buf[p] - 1")
+            c("if n < 127:")
             with c.indent():
                 c("p += 1")
             c("else:")
             with c.indent():
                 c("n, p = read_uvarint(buf, p)")
-            c("n -= 1")
+                c("n -= 1")
         elif wide:
             c(f"n, = {self.fmt('>i')}.unpack_from(buf, p)")
             c("p += 4")
@@ -272,7 +294,7 @@ class MessageEmitter:
                     if elem == "uuid":
                         c(f"{target} = [bytes(buf[p + 16 * i:p + 16 * i + 16]) for i in range(n)]")
                     else:
-                        c(f"{target} = list(_unpack_from('>%d{code}' % n, buf, p))")
+                        c(f"{target} = list((_ARRAYS[{code!r}][n] if n < 64 else _Struct('>%d{code}' % n)).unpack_from(buf, p))")
                     c(f"p += n * {size}")
                 else:
                     c("if n > len(buf) - p:")
@@ -333,13 +355,16 @@ class MessageEmitter:
 
     def dec_tags(self, c: Code, tagged: list[Field], v: int) -> None:
         name = self.m.name
-        c("n = buf[p]")
-        c("if n < 128:")
+        c("if buf[p] == 0:")
         with c.indent():
             c("p += 1")
+            c("o.unknown_tags = None")
         c("else:")
         with c.indent():
-            c("n, p = read_uvarint(buf, p)")
+            self.dec_tags_slow(c, tagged, v, name)
+
+    def dec_tags_slow(self, c: Code, tagged: list[Field], v: int, name: str) -> None:
+        c("n, p = read_uvarint(buf, p)")
         c("u = None")
         c("if n:")
         with c.indent():
@@ -539,6 +564,8 @@ class MessageEmitter:
         self.emit_classes()
         dec = {v: self.decoder(None, v) for v in self.m.version_list()}
         enc = {v: self.encoder(None, v) for v in self.m.version_list()}
+        for text in self.pending:
+            self.out(text)
         self.out(f"{self.m.name}._DEC = {{{', '.join(f'{v}: {n}' for v, n in dec.items())}}}")
         self.out(f"{self.m.name}._ENC = {{{', '.join(f'{v}: {n}' for v, n in enc.items())}}}")
         self.out()
@@ -552,6 +579,7 @@ def module_prelude(src: str) -> str:
             "from kafka_compat.protocol.primitives import (\n"
             + "".join(f"    {n},\n" for n in RUNTIME) +
             "    reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,\n"
+            "    ARRAY_STRUCTS as _ARRAYS,\n"
             ")\n\n")
 
 

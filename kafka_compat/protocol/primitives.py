@@ -10,7 +10,7 @@ import struct
 
 __all__ = [
     "DecodeError", "UnsupportedVersionError", "KafkaStruct", "KafkaMessage", "BUFFERS",
-    "reason", "write_tags", "first", "DEFAULT", "ZERO_UUID",
+    "reason", "write_tags", "first", "ARRAY_STRUCTS", "DEFAULT", "ZERO_UUID",
     "read_uvarint", "read_uvarlong", "read_varint", "read_varlong",
     "write_uvarint", "write_varint", "write_varlong", "uvarint_size", "new", "LOW_LEVEL",
 ]
@@ -140,6 +140,8 @@ class KafkaStruct:
 
 
 BUFFERS = (bytes, bytearray, memoryview)
+# Precompiled big-endian array formats for the common short arrays (replica lists and the like).
+ARRAY_STRUCTS = {code: [struct.Struct(f">{n}{code}") for n in range(64)] for code in "bhHiIqd?"}
 
 
 def first(pair):

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -87,7 +88,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -148,7 +149,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -209,7 +210,7 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -253,12 +254,12 @@ def _d_AddPartitionsToTxnRequest_2(buf, p):
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_3(buf, p):
     o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null string in Name')
         else:
@@ -267,39 +268,39 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_3(buf, p):
                 raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 3, p, _reason(e)) from None
     return o, p
@@ -308,12 +309,12 @@ def _d_AddPartitionsToTxnRequest_3(buf, p):
     o = new(AddPartitionsToTxnRequest)
     o.transactions = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null string in V3AndBelowTransactionalId')
         else:
@@ -324,12 +325,12 @@ def _d_AddPartitionsToTxnRequest_3(buf, p):
             p = q
         o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_1.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null array in V3AndBelowTopics')
         else:
@@ -341,26 +342,26 @@ def _d_AddPartitionsToTxnRequest_3(buf, p):
                 e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_3(buf, p)
                 app(e)
             o.v3_and_below_topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 3, p, _reason(e)) from None
     return o, p
@@ -368,12 +369,12 @@ def _d_AddPartitionsToTxnRequest_3(buf, p):
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_4(buf, p):
     o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null string in Name')
         else:
@@ -382,39 +383,39 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_4(buf, p):
                 raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 4, p, _reason(e)) from None
     return o, p
@@ -422,12 +423,12 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_4(buf, p):
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_4(buf, p):
     o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null string in TransactionalId')
         else:
@@ -438,12 +439,12 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_4(buf, p):
             p = q
         o.producer_id, o.producer_epoch, o.verify_only = _S_3.unpack_from(buf, p)
         p += 11
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null array in Topics')
         else:
@@ -455,26 +456,26 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_4(buf, p):
                 e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_4(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 4, p, _reason(e)) from None
     return o, p
@@ -486,12 +487,12 @@ def _d_AddPartitionsToTxnRequest_4(buf, p):
     o.v3_and_below_producer_epoch = 0
     o.v3_and_below_topics = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null array in Transactions')
         else:
@@ -503,26 +504,26 @@ def _d_AddPartitionsToTxnRequest_4(buf, p):
                 e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_4(buf, p)
                 app(e)
             o.transactions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 4, p, _reason(e)) from None
     return o, p
@@ -530,12 +531,12 @@ def _d_AddPartitionsToTxnRequest_4(buf, p):
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_5(buf, p):
     o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null string in Name')
         else:
@@ -544,39 +545,39 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_5(buf, p):
                 raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 5, p, _reason(e)) from None
     return o, p
@@ -584,12 +585,12 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_5(buf, p):
 def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_5(buf, p):
     o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null string in TransactionalId')
         else:
@@ -600,12 +601,12 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_5(buf, p):
             p = q
         o.producer_id, o.producer_epoch, o.verify_only = _S_3.unpack_from(buf, p)
         p += 11
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null array in Topics')
         else:
@@ -617,26 +618,26 @@ def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_5(buf, p):
                 e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_5(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 5, p, _reason(e)) from None
     return o, p
@@ -648,12 +649,12 @@ def _d_AddPartitionsToTxnRequest_5(buf, p):
     o.v3_and_below_producer_epoch = 0
     o.v3_and_below_topics = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null array in Transactions')
         else:
@@ -665,26 +666,26 @@ def _d_AddPartitionsToTxnRequest_5(buf, p):
                 e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_5(buf, p)
                 app(e)
             o.transactions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 5, p, _reason(e)) from None
     return o, p
@@ -1055,26 +1056,26 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_3(buf, p):
     try:
         o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1082,12 +1083,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_3(buf, p):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_3(buf, p):
     o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'null string in Name')
         else:
@@ -1096,12 +1097,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_3(buf, p):
                 raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'null array in ResultsByPartition')
         else:
@@ -1113,26 +1114,26 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_3(buf, p):
                 e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_3(buf, p)
                 app(e)
             o.results_by_partition = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1144,12 +1145,12 @@ def _d_AddPartitionsToTxnResponse_3(buf, p):
     try:
         o.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'null array in ResultsByTopicV3AndBelow')
         else:
@@ -1161,26 +1162,26 @@ def _d_AddPartitionsToTxnResponse_3(buf, p):
                 e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_3(buf, p)
                 app(e)
             o.results_by_topic_v3_and_below = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1190,26 +1191,26 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_4(buf, p):
     try:
         o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1217,12 +1218,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_4(buf, p):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_4(buf, p):
     o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null string in Name')
         else:
@@ -1231,12 +1232,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_4(buf, p):
                 raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null array in ResultsByPartition')
         else:
@@ -1248,26 +1249,26 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_4(buf, p):
                 e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_4(buf, p)
                 app(e)
             o.results_by_partition = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1275,12 +1276,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_4(buf, p):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_4(buf, p):
     o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null string in TransactionalId')
         else:
@@ -1289,12 +1290,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_4(buf, p):
                 raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'TransactionalId runs past the frame')
             o.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null array in TopicResults')
         else:
@@ -1306,26 +1307,26 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_4(buf, p):
                 e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_4(buf, p)
                 app(e)
             o.topic_results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1336,12 +1337,12 @@ def _d_AddPartitionsToTxnResponse_4(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null array in ResultsByTransaction')
         else:
@@ -1353,26 +1354,26 @@ def _d_AddPartitionsToTxnResponse_4(buf, p):
                 e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_4(buf, p)
                 app(e)
             o.results_by_transaction = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1382,26 +1383,26 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_5(buf, p):
     try:
         o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1409,12 +1410,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_5(buf, p):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_5(buf, p):
     o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null string in Name')
         else:
@@ -1423,12 +1424,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_5(buf, p):
                 raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null array in ResultsByPartition')
         else:
@@ -1440,26 +1441,26 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_5(buf, p):
                 e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_5(buf, p)
                 app(e)
             o.results_by_partition = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1467,12 +1468,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_5(buf, p):
 def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_5(buf, p):
     o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null string in TransactionalId')
         else:
@@ -1481,12 +1482,12 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_5(buf, p):
                 raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'TransactionalId runs past the frame')
             o.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null array in TopicResults')
         else:
@@ -1498,26 +1499,26 @@ def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_5(buf, p):
                 e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_5(buf, p)
                 app(e)
             o.topic_results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1528,12 +1529,12 @@ def _d_AddPartitionsToTxnResponse_5(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null array in ResultsByTransaction')
         else:
@@ -1545,26 +1546,26 @@ def _d_AddPartitionsToTxnResponse_5(buf, p):
                 e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_5(buf, p)
                 app(e)
             o.results_by_transaction = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 5, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>ii16s')
@@ -56,12 +57,12 @@ AddRaftVoterRequest.Listener = _AddRaftVoterRequest_Listener
 def _d_AddRaftVoterRequest_Listener_0(buf, p):
     o = new(_AddRaftVoterRequest_Listener)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddRaftVoterRequest', 0, p, 'null string in Name')
         else:
@@ -70,12 +71,12 @@ def _d_AddRaftVoterRequest_Listener_0(buf, p):
                 raise DecodeError('AddRaftVoterRequest', 0, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddRaftVoterRequest', 0, p, 'null string in Host')
         else:
@@ -86,26 +87,26 @@ def _d_AddRaftVoterRequest_Listener_0(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddRaftVoterRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddRaftVoterRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddRaftVoterRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddRaftVoterRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterRequest', 0, p, _reason(e)) from None
     return o, p
@@ -114,12 +115,12 @@ def _d_AddRaftVoterRequest_0(buf, p):
     o = new(AddRaftVoterRequest)
     o.ack_when_committed = True
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.cluster_id = None
         else:
@@ -130,12 +131,12 @@ def _d_AddRaftVoterRequest_0(buf, p):
             p = q
         o.timeout_ms, o.voter_id, o.voter_directory_id = _S_0.unpack_from(buf, p)
         p += 24
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddRaftVoterRequest', 0, p, 'null array in Listeners')
         else:
@@ -147,26 +148,26 @@ def _d_AddRaftVoterRequest_0(buf, p):
                 e, p = _d_AddRaftVoterRequest_Listener_0(buf, p)
                 app(e)
             o.listeners = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddRaftVoterRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddRaftVoterRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddRaftVoterRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddRaftVoterRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterRequest', 0, p, _reason(e)) from None
     return o, p
@@ -174,12 +175,12 @@ def _d_AddRaftVoterRequest_0(buf, p):
 def _d_AddRaftVoterRequest_Listener_1(buf, p):
     o = new(_AddRaftVoterRequest_Listener)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddRaftVoterRequest', 1, p, 'null string in Name')
         else:
@@ -188,12 +189,12 @@ def _d_AddRaftVoterRequest_Listener_1(buf, p):
                 raise DecodeError('AddRaftVoterRequest', 1, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddRaftVoterRequest', 1, p, 'null string in Host')
         else:
@@ -204,26 +205,26 @@ def _d_AddRaftVoterRequest_Listener_1(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddRaftVoterRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddRaftVoterRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddRaftVoterRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddRaftVoterRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterRequest', 1, p, _reason(e)) from None
     return o, p
@@ -231,12 +232,12 @@ def _d_AddRaftVoterRequest_Listener_1(buf, p):
 def _d_AddRaftVoterRequest_1(buf, p):
     o = new(AddRaftVoterRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.cluster_id = None
         else:
@@ -247,12 +248,12 @@ def _d_AddRaftVoterRequest_1(buf, p):
             p = q
         o.timeout_ms, o.voter_id, o.voter_directory_id = _S_0.unpack_from(buf, p)
         p += 24
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AddRaftVoterRequest', 1, p, 'null array in Listeners')
         else:
@@ -266,26 +267,26 @@ def _d_AddRaftVoterRequest_1(buf, p):
             o.listeners = lst
         o.ack_when_committed, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddRaftVoterRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddRaftVoterRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddRaftVoterRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddRaftVoterRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterRequest', 1, p, _reason(e)) from None
     return o, p
@@ -395,12 +396,12 @@ def _d_AddRaftVoterResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -409,26 +410,26 @@ def _d_AddRaftVoterResponse_0(buf, p):
                 raise DecodeError('AddRaftVoterResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddRaftVoterResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddRaftVoterResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddRaftVoterResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddRaftVoterResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterResponse', 0, p, _reason(e)) from None
     return o, p
@@ -438,12 +439,12 @@ def _d_AddRaftVoterResponse_1(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -452,26 +453,26 @@ def _d_AddRaftVoterResponse_1(buf, p):
                 raise DecodeError('AddRaftVoterResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AddRaftVoterResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AddRaftVoterResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AddRaftVoterResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AddRaftVoterResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterResponse', 1, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -66,39 +67,39 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf, p):
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.replicas = None
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -106,12 +107,12 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf, p):
 def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf, p):
     o = new(_AlterPartitionReassignmentsRequest_ReassignableTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'null string in Name')
         else:
@@ -120,12 +121,12 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf, p):
                 raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'null array in Partitions')
         else:
@@ -137,26 +138,26 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf, p):
                 e, p = _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -167,12 +168,12 @@ def _d_AlterPartitionReassignmentsRequest_0(buf, p):
     try:
         o.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'null array in Topics')
         else:
@@ -184,26 +185,26 @@ def _d_AlterPartitionReassignmentsRequest_0(buf, p):
                 e, p = _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -213,39 +214,39 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_1(buf, p):
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.replicas = None
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -253,12 +254,12 @@ def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_1(buf, p):
 def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_1(buf, p):
     o = new(_AlterPartitionReassignmentsRequest_ReassignableTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'null string in Name')
         else:
@@ -267,12 +268,12 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_1(buf, p):
                 raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'null array in Partitions')
         else:
@@ -284,26 +285,26 @@ def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_1(buf, p):
                 e, p = _d_AlterPartitionReassignmentsRequest_ReassignablePartition_1(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -313,12 +314,12 @@ def _d_AlterPartitionReassignmentsRequest_1(buf, p):
     try:
         o.timeout_ms, o.allow_replication_factor_change = _S_1.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'null array in Topics')
         else:
@@ -330,26 +331,26 @@ def _d_AlterPartitionReassignmentsRequest_1(buf, p):
                 e, p = _d_AlterPartitionReassignmentsRequest_ReassignableTopic_1(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -480,12 +481,12 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf, 
     try:
         o.partition_index, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -494,26 +495,26 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf, 
                 raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -521,12 +522,12 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf, 
 def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf, p):
     o = new(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'null string in Name')
         else:
@@ -535,12 +536,12 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf, p):
                 raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'null array in Partitions')
         else:
@@ -552,26 +553,26 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf, p):
                 e, p = _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -582,12 +583,12 @@ def _d_AlterPartitionReassignmentsResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -596,12 +597,12 @@ def _d_AlterPartitionReassignmentsResponse_0(buf, p):
                 raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'null array in Responses')
         else:
@@ -613,26 +614,26 @@ def _d_AlterPartitionReassignmentsResponse_0(buf, p):
                 e, p = _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -642,12 +643,12 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_1(buf, 
     try:
         o.partition_index, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -656,26 +657,26 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_1(buf, 
                 raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, _reason(e)) from None
     return o, p
@@ -683,12 +684,12 @@ def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_1(buf, 
 def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_1(buf, p):
     o = new(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'null string in Name')
         else:
@@ -697,12 +698,12 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_1(buf, p):
                 raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'null array in Partitions')
         else:
@@ -714,26 +715,26 @@ def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_1(buf, p):
                 e, p = _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_1(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, _reason(e)) from None
     return o, p
@@ -743,12 +744,12 @@ def _d_AlterPartitionReassignmentsResponse_1(buf, p):
     try:
         o.throttle_time_ms, o.allow_replication_factor_change, o.error_code = _S_3.unpack_from(buf, p)
         p += 7
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -757,12 +758,12 @@ def _d_AlterPartitionReassignmentsResponse_1(buf, p):
                 raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'null array in Responses')
         else:
@@ -774,26 +775,26 @@ def _d_AlterPartitionReassignmentsResponse_1(buf, p):
                 e, p = _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_1(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -78,7 +79,7 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -157,7 +158,7 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -219,12 +220,12 @@ def _d_AlterReplicaLogDirsRequest_1(buf, p):
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_2(buf, p):
     o = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null string in Name')
         else:
@@ -233,39 +234,39 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_2(buf, p):
                 raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -273,12 +274,12 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_2(buf, p):
 def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_2(buf, p):
     o = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDir)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null string in Path')
         else:
@@ -287,12 +288,12 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_2(buf, p):
                 raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'Path runs past the frame')
             o.path = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null array in Topics')
         else:
@@ -304,26 +305,26 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_2(buf, p):
                 e, p = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_2(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -331,12 +332,12 @@ def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_2(buf, p):
 def _d_AlterReplicaLogDirsRequest_2(buf, p):
     o = new(AlterReplicaLogDirsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null array in Dirs')
         else:
@@ -348,26 +349,26 @@ def _d_AlterReplicaLogDirsRequest_2(buf, p):
                 e, p = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_2(buf, p)
                 app(e)
             o.dirs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -634,26 +635,26 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_2(buf, p):
     try:
         o.partition_index, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsResponse', 2, p, _reason(e)) from None
     return o, p
@@ -661,12 +662,12 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_2(buf, p):
 def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_2(buf, p):
     o = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'null string in TopicName')
         else:
@@ -675,12 +676,12 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_2(buf, p):
                 raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'null array in Partitions')
         else:
@@ -692,26 +693,26 @@ def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_2(buf, p):
                 e, p = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_2(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsResponse', 2, p, _reason(e)) from None
     return o, p
@@ -721,12 +722,12 @@ def _d_AlterReplicaLogDirsResponse_2(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'null array in Results')
         else:
@@ -738,26 +739,26 @@ def _d_AlterReplicaLogDirsResponse_2(buf, p):
                 e, p = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_2(buf, p)
                 app(e)
             o.results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsResponse', 2, p, _reason(e)) from None
     return o, p

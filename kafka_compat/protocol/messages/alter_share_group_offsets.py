@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>iq')
@@ -64,26 +65,26 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_0(bu
     try:
         o.partition_index, o.start_offset = _S_0.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -91,12 +92,12 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_0(bu
 def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_0(buf, p):
     o = new(_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'null string in TopicName')
         else:
@@ -105,12 +106,12 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_0(buf, p
                 raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'null array in Partitions')
         else:
@@ -122,26 +123,26 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_0(buf, p
                 e, p = _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -149,12 +150,12 @@ def _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_0(buf, p
 def _d_AlterShareGroupOffsetsRequest_0(buf, p):
     o = new(AlterShareGroupOffsetsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'null string in GroupId')
         else:
@@ -163,12 +164,12 @@ def _d_AlterShareGroupOffsetsRequest_0(buf, p):
                 raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'null array in Topics')
         else:
@@ -180,26 +181,26 @@ def _d_AlterShareGroupOffsetsRequest_0(buf, p):
                 e, p = _d_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_0(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -311,12 +312,12 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_0(
     try:
         o.partition_index, o.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -325,26 +326,26 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_0(
                 raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -352,12 +353,12 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_0(
 def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_0(buf, p):
     o = new(_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'null string in TopicName')
         else:
@@ -368,12 +369,12 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_0(buf,
             p = q
         o.topic_id, = _S_2.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'null array in Partitions')
         else:
@@ -385,26 +386,26 @@ def _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_0(buf,
                 e, p = _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -414,12 +415,12 @@ def _d_AlterShareGroupOffsetsResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -428,12 +429,12 @@ def _d_AlterShareGroupOffsetsResponse_0(buf, p):
                 raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'null array in Responses')
         else:
@@ -445,26 +446,26 @@ def _d_AlterShareGroupOffsetsResponse_0(buf, p):
                 e, p = _d_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_0(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>b')
@@ -66,12 +67,12 @@ AlterUserScramCredentialsRequest.ScramCredentialUpsertion = _AlterUserScramCrede
 def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf, p):
     o = new(_AlterUserScramCredentialsRequest_ScramCredentialDeletion)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null string in Name')
         else:
@@ -82,26 +83,26 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf, p):
             p = q
         o.mechanism, = _S_0.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterUserScramCredentialsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -109,12 +110,12 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf, p):
 def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, p):
     o = new(_AlterUserScramCredentialsRequest_ScramCredentialUpsertion)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null string in Name')
         else:
@@ -125,12 +126,12 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, p):
             p = q
         o.mechanism, o.iterations = _S_1.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null bytes in Salt')
         else:
@@ -139,12 +140,12 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, p):
                 raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Salt runs past the frame')
             o.salt = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null bytes in SaltedPassword')
         else:
@@ -153,26 +154,26 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, p):
                 raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'SaltedPassword runs past the frame')
             o.salted_password = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterUserScramCredentialsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -180,12 +181,12 @@ def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, p):
 def _d_AlterUserScramCredentialsRequest_0(buf, p):
     o = new(AlterUserScramCredentialsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null array in Deletions')
         else:
@@ -197,12 +198,12 @@ def _d_AlterUserScramCredentialsRequest_0(buf, p):
                 e, p = _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf, p)
                 app(e)
             o.deletions = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null array in Upsertions')
         else:
@@ -214,26 +215,26 @@ def _d_AlterUserScramCredentialsRequest_0(buf, p):
                 e, p = _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, p)
                 app(e)
             o.upsertions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterUserScramCredentialsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -343,12 +344,12 @@ AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult = _AlterUserSc
 def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf, p):
     o = new(_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'null string in User')
         else:
@@ -359,12 +360,12 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf, 
             p = q
         o.error_code, = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -373,26 +374,26 @@ def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf, 
                 raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterUserScramCredentialsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -402,12 +403,12 @@ def _d_AlterUserScramCredentialsResponse_0(buf, p):
     try:
         o.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'null array in Results')
         else:
@@ -419,26 +420,26 @@ def _d_AlterUserScramCredentialsResponse_0(buf, p):
                 e, p = _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf, p)
                 app(e)
             o.results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('AlterUserScramCredentialsResponse', 0, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -71,12 +72,12 @@ def _d_ApiVersionsRequest_2(buf, p):
 def _d_ApiVersionsRequest_3(buf, p):
     o = new(ApiVersionsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsRequest', 3, p, 'null string in ClientSoftwareName')
         else:
@@ -85,12 +86,12 @@ def _d_ApiVersionsRequest_3(buf, p):
                 raise DecodeError('ApiVersionsRequest', 3, p, 'ClientSoftwareName runs past the frame')
             o.client_software_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsRequest', 3, p, 'null string in ClientSoftwareVersion')
         else:
@@ -99,26 +100,26 @@ def _d_ApiVersionsRequest_3(buf, p):
                 raise DecodeError('ApiVersionsRequest', 3, p, 'ClientSoftwareVersion runs past the frame')
             o.client_software_version = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 3, p, _reason(e)) from None
     return o, p
@@ -126,12 +127,12 @@ def _d_ApiVersionsRequest_3(buf, p):
 def _d_ApiVersionsRequest_4(buf, p):
     o = new(ApiVersionsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsRequest', 4, p, 'null string in ClientSoftwareName')
         else:
@@ -140,12 +141,12 @@ def _d_ApiVersionsRequest_4(buf, p):
                 raise DecodeError('ApiVersionsRequest', 4, p, 'ClientSoftwareName runs past the frame')
             o.client_software_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsRequest', 4, p, 'null string in ClientSoftwareVersion')
         else:
@@ -154,26 +155,26 @@ def _d_ApiVersionsRequest_4(buf, p):
                 raise DecodeError('ApiVersionsRequest', 4, p, 'ClientSoftwareVersion runs past the frame')
             o.client_software_version = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 4, p, _reason(e)) from None
     return o, p
@@ -389,26 +390,26 @@ def _d_ApiVersionsResponse_ApiVersion_3(buf, p):
     try:
         o.api_key, o.min_version, o.max_version = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -416,12 +417,12 @@ def _d_ApiVersionsResponse_ApiVersion_3(buf, p):
 def _d_ApiVersionsResponse_SupportedFeatureKey_3(buf, p):
     o = new(_ApiVersionsResponse_SupportedFeatureKey)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 3, p, 'null string in Name')
         else:
@@ -432,26 +433,26 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_3(buf, p):
             p = q
         o.min_version, o.max_version = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -459,12 +460,12 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_3(buf, p):
 def _d_ApiVersionsResponse_FinalizedFeatureKey_3(buf, p):
     o = new(_ApiVersionsResponse_FinalizedFeatureKey)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 3, p, 'null string in Name')
         else:
@@ -475,26 +476,26 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_3(buf, p):
             p = q
         o.max_version_level, o.min_version_level = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -508,12 +509,12 @@ def _d_ApiVersionsResponse_3(buf, p):
     try:
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 3, p, 'null array in ApiKeys')
         else:
@@ -527,81 +528,81 @@ def _d_ApiVersionsResponse_3(buf, p):
             o.api_keys = lst
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ApiVersionsResponse', 3, p, 'null array in SupportedFeatures')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('ApiVersionsResponse', 3, p, 'array SupportedFeatures longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_ApiVersionsResponse_SupportedFeatureKey_3(buf, p)
+                                app(e)
+                            o.supported_features = lst
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.finalized_features_epoch, = _S_4.unpack_from(buf, p)
+                        p += 8
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ApiVersionsResponse', 3, p, 'null array in FinalizedFeatures')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('ApiVersionsResponse', 3, p, 'array FinalizedFeatures longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_ApiVersionsResponse_FinalizedFeatureKey_3(buf, p)
+                                app(e)
+                            o.finalized_features = lst
+                        buf = whole
+                    elif t == 3:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.zk_migration_ready, = _S_5.unpack_from(buf, p)
                         p += 1
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('ApiVersionsResponse', 3, p, 'null array in SupportedFeatures')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('ApiVersionsResponse', 3, p, 'array SupportedFeatures longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_ApiVersionsResponse_SupportedFeatureKey_3(buf, p)
-                            app(e)
-                        o.supported_features = lst
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.finalized_features_epoch, = _S_4.unpack_from(buf, p)
-                    p += 8
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
-                    else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('ApiVersionsResponse', 3, p, 'null array in FinalizedFeatures')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('ApiVersionsResponse', 3, p, 'array FinalizedFeatures longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_ApiVersionsResponse_FinalizedFeatureKey_3(buf, p)
-                            app(e)
-                        o.finalized_features = lst
-                    buf = whole
-                elif t == 3:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.zk_migration_ready, = _S_5.unpack_from(buf, p)
-                    p += 1
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -611,26 +612,26 @@ def _d_ApiVersionsResponse_ApiVersion_4(buf, p):
     try:
         o.api_key, o.min_version, o.max_version = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
     return o, p
@@ -638,12 +639,12 @@ def _d_ApiVersionsResponse_ApiVersion_4(buf, p):
 def _d_ApiVersionsResponse_SupportedFeatureKey_4(buf, p):
     o = new(_ApiVersionsResponse_SupportedFeatureKey)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 4, p, 'null string in Name')
         else:
@@ -654,26 +655,26 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_4(buf, p):
             p = q
         o.min_version, o.max_version = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
     return o, p
@@ -681,12 +682,12 @@ def _d_ApiVersionsResponse_SupportedFeatureKey_4(buf, p):
 def _d_ApiVersionsResponse_FinalizedFeatureKey_4(buf, p):
     o = new(_ApiVersionsResponse_FinalizedFeatureKey)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 4, p, 'null string in Name')
         else:
@@ -697,26 +698,26 @@ def _d_ApiVersionsResponse_FinalizedFeatureKey_4(buf, p):
             p = q
         o.max_version_level, o.min_version_level = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
     return o, p
@@ -730,12 +731,12 @@ def _d_ApiVersionsResponse_4(buf, p):
     try:
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 4, p, 'null array in ApiKeys')
         else:
@@ -749,81 +750,81 @@ def _d_ApiVersionsResponse_4(buf, p):
             o.api_keys = lst
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ApiVersionsResponse', 4, p, 'null array in SupportedFeatures')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('ApiVersionsResponse', 4, p, 'array SupportedFeatures longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_ApiVersionsResponse_SupportedFeatureKey_4(buf, p)
+                                app(e)
+                            o.supported_features = lst
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.finalized_features_epoch, = _S_4.unpack_from(buf, p)
+                        p += 8
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ApiVersionsResponse', 4, p, 'null array in FinalizedFeatures')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('ApiVersionsResponse', 4, p, 'array FinalizedFeatures longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_ApiVersionsResponse_FinalizedFeatureKey_4(buf, p)
+                                app(e)
+                            o.finalized_features = lst
+                        buf = whole
+                    elif t == 3:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.zk_migration_ready, = _S_5.unpack_from(buf, p)
                         p += 1
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('ApiVersionsResponse', 4, p, 'null array in SupportedFeatures')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('ApiVersionsResponse', 4, p, 'array SupportedFeatures longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_ApiVersionsResponse_SupportedFeatureKey_4(buf, p)
-                            app(e)
-                        o.supported_features = lst
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.finalized_features_epoch, = _S_4.unpack_from(buf, p)
-                    p += 8
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
-                    else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('ApiVersionsResponse', 4, p, 'null array in FinalizedFeatures')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('ApiVersionsResponse', 4, p, 'array FinalizedFeatures longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_ApiVersionsResponse_FinalizedFeatureKey_4(buf, p)
-                            app(e)
-                        o.finalized_features = lst
-                    buf = whole
-                elif t == 3:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.zk_migration_ready, = _S_5.unpack_from(buf, p)
-                    p += 1
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
     return o, p

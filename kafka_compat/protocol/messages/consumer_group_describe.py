@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>?')
@@ -41,12 +42,12 @@ class ConsumerGroupDescribeRequest(KafkaMessage):
 def _d_ConsumerGroupDescribeRequest_0(buf, p):
     o = new(ConsumerGroupDescribeRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'null array in GroupIds')
         else:
@@ -55,12 +56,12 @@ def _d_ConsumerGroupDescribeRequest_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'null string in GroupIds')
                 else:
@@ -73,26 +74,26 @@ def _d_ConsumerGroupDescribeRequest_0(buf, p):
             o.group_ids = lst
         o.include_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeRequest', 0, p, _reason(e)) from None
     return o, p
@@ -100,12 +101,12 @@ def _d_ConsumerGroupDescribeRequest_0(buf, p):
 def _d_ConsumerGroupDescribeRequest_1(buf, p):
     o = new(ConsumerGroupDescribeRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'null array in GroupIds')
         else:
@@ -114,12 +115,12 @@ def _d_ConsumerGroupDescribeRequest_1(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'null string in GroupIds')
                 else:
@@ -132,26 +133,26 @@ def _d_ConsumerGroupDescribeRequest_1(buf, p):
             o.group_ids = lst
         o.include_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeRequest', 1, p, _reason(e)) from None
     return o, p
@@ -268,12 +269,12 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_0(buf, p):
     try:
         o.topic_id, = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in TopicName')
         else:
@@ -282,39 +283,39 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_0(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -322,12 +323,12 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_0(buf, p):
 def _d_ConsumerGroupDescribeResponse_Assignment_0(buf, p):
     o = new(_ConsumerGroupDescribeResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in TopicPartitions')
         else:
@@ -339,26 +340,26 @@ def _d_ConsumerGroupDescribeResponse_Assignment_0(buf, p):
                 e, p = _d_ConsumerGroupDescribeResponse_TopicPartitions_0(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -367,12 +368,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
     o = new(_ConsumerGroupDescribeResponse_Member)
     o.member_type = -1
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in MemberId')
         else:
@@ -381,12 +382,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.instance_id = None
         else:
@@ -395,12 +396,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'InstanceId runs past the frame')
             o.instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -411,12 +412,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
             p = q
         o.member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in ClientId')
         else:
@@ -425,12 +426,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
             o.client_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in ClientHost')
         else:
@@ -439,12 +440,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
             o.client_host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in SubscribedTopicNames')
         else:
@@ -453,12 +454,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in SubscribedTopicNames')
                 else:
@@ -469,12 +470,12 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
                     p = q
                 app(e)
             o.subscribed_topic_names = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.subscribed_topic_regex = None
         else:
@@ -485,26 +486,26 @@ def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
             p = q
         o.assignment, p = _d_ConsumerGroupDescribeResponse_Assignment_0(buf, p)
         o.target_assignment, p = _d_ConsumerGroupDescribeResponse_Assignment_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -514,12 +515,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -528,12 +529,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in GroupId')
         else:
@@ -542,12 +543,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in GroupState')
         else:
@@ -558,12 +559,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p):
             p = q
         o.group_epoch, o.assignment_epoch = _S_3.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in AssignorName')
         else:
@@ -572,12 +573,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'AssignorName runs past the frame')
             o.assignor_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Members')
         else:
@@ -591,26 +592,26 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p):
             o.members = lst
         o.authorized_operations, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -620,12 +621,12 @@ def _d_ConsumerGroupDescribeResponse_0(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Groups')
         else:
@@ -637,26 +638,26 @@ def _d_ConsumerGroupDescribeResponse_0(buf, p):
                 e, p = _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -666,12 +667,12 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_1(buf, p):
     try:
         o.topic_id, = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in TopicName')
         else:
@@ -680,39 +681,39 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_1(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -720,12 +721,12 @@ def _d_ConsumerGroupDescribeResponse_TopicPartitions_1(buf, p):
 def _d_ConsumerGroupDescribeResponse_Assignment_1(buf, p):
     o = new(_ConsumerGroupDescribeResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in TopicPartitions')
         else:
@@ -737,26 +738,26 @@ def _d_ConsumerGroupDescribeResponse_Assignment_1(buf, p):
                 e, p = _d_ConsumerGroupDescribeResponse_TopicPartitions_1(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -764,12 +765,12 @@ def _d_ConsumerGroupDescribeResponse_Assignment_1(buf, p):
 def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
     o = new(_ConsumerGroupDescribeResponse_Member)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in MemberId')
         else:
@@ -778,12 +779,12 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.instance_id = None
         else:
@@ -792,12 +793,12 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'InstanceId runs past the frame')
             o.instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -808,12 +809,12 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
             p = q
         o.member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in ClientId')
         else:
@@ -822,12 +823,12 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ClientId runs past the frame')
             o.client_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in ClientHost')
         else:
@@ -836,12 +837,12 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ClientHost runs past the frame')
             o.client_host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in SubscribedTopicNames')
         else:
@@ -850,12 +851,12 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in SubscribedTopicNames')
                 else:
@@ -866,12 +867,12 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
                     p = q
                 app(e)
             o.subscribed_topic_names = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.subscribed_topic_regex = None
         else:
@@ -884,26 +885,26 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
         o.target_assignment, p = _d_ConsumerGroupDescribeResponse_Assignment_1(buf, p)
         o.member_type, = _S_5.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -913,12 +914,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -927,12 +928,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in GroupId')
         else:
@@ -941,12 +942,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in GroupState')
         else:
@@ -957,12 +958,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p):
             p = q
         o.group_epoch, o.assignment_epoch = _S_3.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in AssignorName')
         else:
@@ -971,12 +972,12 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p):
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'AssignorName runs past the frame')
             o.assignor_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Members')
         else:
@@ -990,26 +991,26 @@ def _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p):
             o.members = lst
         o.authorized_operations, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -1019,12 +1020,12 @@ def _d_ConsumerGroupDescribeResponse_1(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Groups')
         else:
@@ -1036,26 +1037,26 @@ def _d_ConsumerGroupDescribeResponse_1(buf, p):
                 e, p = _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p

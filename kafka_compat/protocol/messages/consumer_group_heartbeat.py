@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -62,39 +63,39 @@ def _d_ConsumerGroupHeartbeatRequest_TopicPartitions_0(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -103,12 +104,12 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
     o = new(ConsumerGroupHeartbeatRequest)
     o.subscribed_topic_regex = None
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'null string in GroupId')
         else:
@@ -117,12 +118,12 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'null string in MemberId')
         else:
@@ -133,12 +134,12 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
             p = q
         o.member_epoch, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.instance_id = None
         else:
@@ -147,12 +148,12 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'InstanceId runs past the frame')
             o.instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -163,12 +164,12 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
             p = q
         o.rebalance_timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.subscribed_topic_names = None
         else:
@@ -177,12 +178,12 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'null string in SubscribedTopicNames')
                 else:
@@ -193,12 +194,12 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
                     p = q
                 app(e)
             o.subscribed_topic_names = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.server_assignor = None
         else:
@@ -207,12 +208,12 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'ServerAssignor runs past the frame')
             o.server_assignor = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topic_partitions = None
         else:
@@ -224,26 +225,26 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
                 e, p = _d_ConsumerGroupHeartbeatRequest_TopicPartitions_0(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -253,39 +254,39 @@ def _d_ConsumerGroupHeartbeatRequest_TopicPartitions_1(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, _reason(e)) from None
     return o, p
@@ -293,12 +294,12 @@ def _d_ConsumerGroupHeartbeatRequest_TopicPartitions_1(buf, p):
 def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
     o = new(ConsumerGroupHeartbeatRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'null string in GroupId')
         else:
@@ -307,12 +308,12 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'null string in MemberId')
         else:
@@ -323,12 +324,12 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
             p = q
         o.member_epoch, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.instance_id = None
         else:
@@ -337,12 +338,12 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'InstanceId runs past the frame')
             o.instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -353,12 +354,12 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
             p = q
         o.rebalance_timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.subscribed_topic_names = None
         else:
@@ -367,12 +368,12 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'null string in SubscribedTopicNames')
                 else:
@@ -383,12 +384,12 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
                     p = q
                 app(e)
             o.subscribed_topic_names = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.subscribed_topic_regex = None
         else:
@@ -397,12 +398,12 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'SubscribedTopicRegex runs past the frame')
             o.subscribed_topic_regex = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.server_assignor = None
         else:
@@ -411,12 +412,12 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'ServerAssignor runs past the frame')
             o.server_assignor = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topic_partitions = None
         else:
@@ -428,26 +429,26 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
                 e, p = _d_ConsumerGroupHeartbeatRequest_TopicPartitions_1(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, _reason(e)) from None
     return o, p
@@ -705,39 +706,39 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -745,12 +746,12 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0(buf, p):
 def _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf, p):
     o = new(_ConsumerGroupHeartbeatResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'null array in TopicPartitions')
         else:
@@ -762,26 +763,26 @@ def _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf, p):
                 e, p = _d_ConsumerGroupHeartbeatResponse_TopicPartitions_0(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -791,12 +792,12 @@ def _d_ConsumerGroupHeartbeatResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -805,12 +806,12 @@ def _d_ConsumerGroupHeartbeatResponse_0(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -827,26 +828,26 @@ def _d_ConsumerGroupHeartbeatResponse_0(buf, p):
         else:
             p += 1
             o.assignment, p = _d_ConsumerGroupHeartbeatResponse_Assignment_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -856,39 +857,39 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_1(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, _reason(e)) from None
     return o, p
@@ -896,12 +897,12 @@ def _d_ConsumerGroupHeartbeatResponse_TopicPartitions_1(buf, p):
 def _d_ConsumerGroupHeartbeatResponse_Assignment_1(buf, p):
     o = new(_ConsumerGroupHeartbeatResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'null array in TopicPartitions')
         else:
@@ -913,26 +914,26 @@ def _d_ConsumerGroupHeartbeatResponse_Assignment_1(buf, p):
                 e, p = _d_ConsumerGroupHeartbeatResponse_TopicPartitions_1(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, _reason(e)) from None
     return o, p
@@ -942,12 +943,12 @@ def _d_ConsumerGroupHeartbeatResponse_1(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -956,12 +957,12 @@ def _d_ConsumerGroupHeartbeatResponse_1(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -978,26 +979,26 @@ def _d_ConsumerGroupHeartbeatResponse_1(buf, p):
         else:
             p += 1
             o.assignment, p = _d_ConsumerGroupHeartbeatResponse_Assignment_1(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, _reason(e)) from None
     return o, p

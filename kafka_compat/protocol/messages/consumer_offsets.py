@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -231,12 +232,12 @@ def _d_OffsetCommitValue_4(buf, p):
     try:
         o.offset, o.leader_epoch = _S_4.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitValue', 4, p, 'null string in metadata')
         else:
@@ -247,26 +248,26 @@ def _d_OffsetCommitValue_4(buf, p):
             p = q
         o.commit_timestamp, = _S_2.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitValue', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitValue', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitValue', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitValue', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitValue', 4, p, _reason(e)) from None
     return o, p
@@ -870,12 +871,12 @@ def _d_GroupMetadataValue_3(buf, p):
 def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
     o = new(_GroupMetadataValue_MemberMetadata)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GroupMetadataValue', 4, p, 'null string in memberId')
         else:
@@ -884,12 +885,12 @@ def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
                 raise DecodeError('GroupMetadataValue', 4, p, 'memberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -898,12 +899,12 @@ def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
                 raise DecodeError('GroupMetadataValue', 4, p, 'groupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GroupMetadataValue', 4, p, 'null string in clientId')
         else:
@@ -912,12 +913,12 @@ def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
                 raise DecodeError('GroupMetadataValue', 4, p, 'clientId runs past the frame')
             o.client_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GroupMetadataValue', 4, p, 'null string in clientHost')
         else:
@@ -928,12 +929,12 @@ def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
             p = q
         o.rebalance_timeout, o.session_timeout = _S_5.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GroupMetadataValue', 4, p, 'null bytes in subscription')
         else:
@@ -942,12 +943,12 @@ def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
                 raise DecodeError('GroupMetadataValue', 4, p, 'subscription runs past the frame')
             o.subscription = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GroupMetadataValue', 4, p, 'null bytes in assignment')
         else:
@@ -956,26 +957,26 @@ def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
                 raise DecodeError('GroupMetadataValue', 4, p, 'assignment runs past the frame')
             o.assignment = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('GroupMetadataValue', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('GroupMetadataValue', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('GroupMetadataValue', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('GroupMetadataValue', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('GroupMetadataValue', 4, p, _reason(e)) from None
     return o, p
@@ -983,12 +984,12 @@ def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
 def _d_GroupMetadataValue_4(buf, p):
     o = new(GroupMetadataValue)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GroupMetadataValue', 4, p, 'null string in protocolType')
         else:
@@ -999,12 +1000,12 @@ def _d_GroupMetadataValue_4(buf, p):
             p = q
         o.generation, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol = None
         else:
@@ -1013,12 +1014,12 @@ def _d_GroupMetadataValue_4(buf, p):
                 raise DecodeError('GroupMetadataValue', 4, p, 'protocol runs past the frame')
             o.protocol = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.leader = None
         else:
@@ -1029,12 +1030,12 @@ def _d_GroupMetadataValue_4(buf, p):
             p = q
         o.current_state_timestamp, = _S_2.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GroupMetadataValue', 4, p, 'null array in members')
         else:
@@ -1046,26 +1047,26 @@ def _d_GroupMetadataValue_4(buf, p):
                 e, p = _d_GroupMetadataValue_MemberMetadata_4(buf, p)
                 app(e)
             o.members = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('GroupMetadataValue', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('GroupMetadataValue', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('GroupMetadataValue', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('GroupMetadataValue', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('GroupMetadataValue', 4, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -111,7 +112,7 @@ def _d_ConsumerProtocolSubscription_TopicPartition_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerProtocolSubscription', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -193,7 +194,7 @@ def _d_ConsumerProtocolSubscription_TopicPartition_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerProtocolSubscription', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -276,7 +277,7 @@ def _d_ConsumerProtocolSubscription_TopicPartition_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerProtocolSubscription', 3, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -489,7 +490,7 @@ def _d_ConsumerProtocolAssignment_TopicPartition_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerProtocolAssignment', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -547,7 +548,7 @@ def _d_ConsumerProtocolAssignment_TopicPartition_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerProtocolAssignment', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -605,7 +606,7 @@ def _d_ConsumerProtocolAssignment_TopicPartition_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerProtocolAssignment', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -663,7 +664,7 @@ def _d_ConsumerProtocolAssignment_TopicPartition_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ConsumerProtocolAssignment', 3, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:

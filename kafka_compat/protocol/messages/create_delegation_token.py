@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -159,12 +160,12 @@ def _d_CreateDelegationTokenRequest_1(buf, p):
 def _d_CreateDelegationTokenRequest_CreatableRenewers_2(buf, p):
     o = new(_CreateDelegationTokenRequest_CreatableRenewers)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 2, p, 'null string in PrincipalType')
         else:
@@ -173,12 +174,12 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_2(buf, p):
                 raise DecodeError('CreateDelegationTokenRequest', 2, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 2, p, 'null string in PrincipalName')
         else:
@@ -187,26 +188,26 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_2(buf, p):
                 raise DecodeError('CreateDelegationTokenRequest', 2, p, 'PrincipalName runs past the frame')
             o.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenRequest', 2, p, _reason(e)) from None
     return o, p
@@ -216,12 +217,12 @@ def _d_CreateDelegationTokenRequest_2(buf, p):
     o.owner_principal_type = ''
     o.owner_principal_name = ''
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 2, p, 'null array in Renewers')
         else:
@@ -235,26 +236,26 @@ def _d_CreateDelegationTokenRequest_2(buf, p):
             o.renewers = lst
         o.max_lifetime_ms, = _S_2.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenRequest', 2, p, _reason(e)) from None
     return o, p
@@ -262,12 +263,12 @@ def _d_CreateDelegationTokenRequest_2(buf, p):
 def _d_CreateDelegationTokenRequest_CreatableRenewers_3(buf, p):
     o = new(_CreateDelegationTokenRequest_CreatableRenewers)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 3, p, 'null string in PrincipalType')
         else:
@@ -276,12 +277,12 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_3(buf, p):
                 raise DecodeError('CreateDelegationTokenRequest', 3, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 3, p, 'null string in PrincipalName')
         else:
@@ -290,26 +291,26 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_3(buf, p):
                 raise DecodeError('CreateDelegationTokenRequest', 3, p, 'PrincipalName runs past the frame')
             o.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenRequest', 3, p, _reason(e)) from None
     return o, p
@@ -317,12 +318,12 @@ def _d_CreateDelegationTokenRequest_CreatableRenewers_3(buf, p):
 def _d_CreateDelegationTokenRequest_3(buf, p):
     o = new(CreateDelegationTokenRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.owner_principal_type = None
         else:
@@ -331,12 +332,12 @@ def _d_CreateDelegationTokenRequest_3(buf, p):
                 raise DecodeError('CreateDelegationTokenRequest', 3, p, 'OwnerPrincipalType runs past the frame')
             o.owner_principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.owner_principal_name = None
         else:
@@ -345,12 +346,12 @@ def _d_CreateDelegationTokenRequest_3(buf, p):
                 raise DecodeError('CreateDelegationTokenRequest', 3, p, 'OwnerPrincipalName runs past the frame')
             o.owner_principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 3, p, 'null array in Renewers')
         else:
@@ -364,26 +365,26 @@ def _d_CreateDelegationTokenRequest_3(buf, p):
             o.renewers = lst
         o.max_lifetime_ms, = _S_2.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenRequest', 3, p, _reason(e)) from None
     return o, p
@@ -630,12 +631,12 @@ def _d_CreateDelegationTokenResponse_2(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in PrincipalType')
         else:
@@ -644,12 +645,12 @@ def _d_CreateDelegationTokenResponse_2(buf, p):
                 raise DecodeError('CreateDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in PrincipalName')
         else:
@@ -660,12 +661,12 @@ def _d_CreateDelegationTokenResponse_2(buf, p):
             p = q
         o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_3.unpack_from(buf, p)
         p += 24
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in TokenId')
         else:
@@ -674,12 +675,12 @@ def _d_CreateDelegationTokenResponse_2(buf, p):
                 raise DecodeError('CreateDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
             o.token_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null bytes in Hmac')
         else:
@@ -690,26 +691,26 @@ def _d_CreateDelegationTokenResponse_2(buf, p):
             p = q
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenResponse', 2, p, _reason(e)) from None
     return o, p
@@ -719,12 +720,12 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in PrincipalType')
         else:
@@ -733,12 +734,12 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in PrincipalName')
         else:
@@ -747,12 +748,12 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
             o.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalType')
         else:
@@ -761,12 +762,12 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalType runs past the frame')
             o.token_requester_principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalName')
         else:
@@ -777,12 +778,12 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
             p = q
         o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_3.unpack_from(buf, p)
         p += 24
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenId')
         else:
@@ -791,12 +792,12 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
             o.token_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null bytes in Hmac')
         else:
@@ -807,26 +808,26 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
             p = q
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenResponse', 3, p, _reason(e)) from None
     return o, p

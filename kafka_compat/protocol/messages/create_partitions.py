@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -70,7 +71,7 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreatePartitionsRequest', 0, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -143,7 +144,7 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreatePartitionsRequest', 1, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -209,39 +210,39 @@ def _d_CreatePartitionsRequest_1(buf, p):
 def _d_CreatePartitionsRequest_CreatePartitionsAssignment_2(buf, p):
     o = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 2, p, 'null array in BrokerIds')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreatePartitionsRequest', 2, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -249,12 +250,12 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_2(buf, p):
 def _d_CreatePartitionsRequest_CreatePartitionsTopic_2(buf, p):
     o = new(_CreatePartitionsRequest_CreatePartitionsTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 2, p, 'null string in Name')
         else:
@@ -265,12 +266,12 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_2(buf, p):
             p = q
         o.count, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.assignments = None
         else:
@@ -282,26 +283,26 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_2(buf, p):
                 e, p = _d_CreatePartitionsRequest_CreatePartitionsAssignment_2(buf, p)
                 app(e)
             o.assignments = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -309,12 +310,12 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_2(buf, p):
 def _d_CreatePartitionsRequest_2(buf, p):
     o = new(CreatePartitionsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 2, p, 'null array in Topics')
         else:
@@ -328,26 +329,26 @@ def _d_CreatePartitionsRequest_2(buf, p):
             o.topics = lst
         o.timeout_ms, o.validate_only = _S_2.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -355,39 +356,39 @@ def _d_CreatePartitionsRequest_2(buf, p):
 def _d_CreatePartitionsRequest_CreatePartitionsAssignment_3(buf, p):
     o = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 3, p, 'null array in BrokerIds')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreatePartitionsRequest', 3, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 3, p, _reason(e)) from None
     return o, p
@@ -395,12 +396,12 @@ def _d_CreatePartitionsRequest_CreatePartitionsAssignment_3(buf, p):
 def _d_CreatePartitionsRequest_CreatePartitionsTopic_3(buf, p):
     o = new(_CreatePartitionsRequest_CreatePartitionsTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 3, p, 'null string in Name')
         else:
@@ -411,12 +412,12 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_3(buf, p):
             p = q
         o.count, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.assignments = None
         else:
@@ -428,26 +429,26 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_3(buf, p):
                 e, p = _d_CreatePartitionsRequest_CreatePartitionsAssignment_3(buf, p)
                 app(e)
             o.assignments = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 3, p, _reason(e)) from None
     return o, p
@@ -455,12 +456,12 @@ def _d_CreatePartitionsRequest_CreatePartitionsTopic_3(buf, p):
 def _d_CreatePartitionsRequest_3(buf, p):
     o = new(CreatePartitionsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 3, p, 'null array in Topics')
         else:
@@ -474,26 +475,26 @@ def _d_CreatePartitionsRequest_3(buf, p):
             o.topics = lst
         o.timeout_ms, o.validate_only = _S_2.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 3, p, _reason(e)) from None
     return o, p
@@ -723,12 +724,12 @@ def _d_CreatePartitionsResponse_1(buf, p):
 def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_2(buf, p):
     o = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsResponse', 2, p, 'null string in Name')
         else:
@@ -739,12 +740,12 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_2(buf, p):
             p = q
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -753,26 +754,26 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_2(buf, p):
                 raise DecodeError('CreatePartitionsResponse', 2, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsResponse', 2, p, _reason(e)) from None
     return o, p
@@ -782,12 +783,12 @@ def _d_CreatePartitionsResponse_2(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsResponse', 2, p, 'null array in Results')
         else:
@@ -799,26 +800,26 @@ def _d_CreatePartitionsResponse_2(buf, p):
                 e, p = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_2(buf, p)
                 app(e)
             o.results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsResponse', 2, p, _reason(e)) from None
     return o, p
@@ -826,12 +827,12 @@ def _d_CreatePartitionsResponse_2(buf, p):
 def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_3(buf, p):
     o = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsResponse', 3, p, 'null string in Name')
         else:
@@ -842,12 +843,12 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_3(buf, p):
             p = q
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -856,26 +857,26 @@ def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_3(buf, p):
                 raise DecodeError('CreatePartitionsResponse', 3, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -885,12 +886,12 @@ def _d_CreatePartitionsResponse_3(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreatePartitionsResponse', 3, p, 'null array in Results')
         else:
@@ -902,26 +903,26 @@ def _d_CreatePartitionsResponse_3(buf, p):
                 e, p = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_3(buf, p)
                 app(e)
             o.results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreatePartitionsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreatePartitionsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreatePartitionsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsResponse', 3, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -90,7 +91,7 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreateTopicsRequest', 0, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -207,7 +208,7 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreateTopicsRequest', 1, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -323,7 +324,7 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreateTopicsRequest', 2, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -439,7 +440,7 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreateTopicsRequest', 3, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -555,7 +556,7 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_4(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreateTopicsRequest', 4, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -664,39 +665,39 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_5(buf, p):
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 5, p, 'null array in BrokerIds')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreateTopicsRequest', 5, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 5, p, _reason(e)) from None
     return o, p
@@ -704,12 +705,12 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_5(buf, p):
 def _d_CreateTopicsRequest_CreatableTopicConfig_5(buf, p):
     o = new(_CreateTopicsRequest_CreatableTopicConfig)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 5, p, 'null string in Name')
         else:
@@ -718,12 +719,12 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_5(buf, p):
                 raise DecodeError('CreateTopicsRequest', 5, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -732,26 +733,26 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_5(buf, p):
                 raise DecodeError('CreateTopicsRequest', 5, p, 'Value runs past the frame')
             o.value = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 5, p, _reason(e)) from None
     return o, p
@@ -759,12 +760,12 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_5(buf, p):
 def _d_CreateTopicsRequest_CreatableTopic_5(buf, p):
     o = new(_CreateTopicsRequest_CreatableTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 5, p, 'null string in Name')
         else:
@@ -775,12 +776,12 @@ def _d_CreateTopicsRequest_CreatableTopic_5(buf, p):
             p = q
         o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 5, p, 'null array in Assignments')
         else:
@@ -792,12 +793,12 @@ def _d_CreateTopicsRequest_CreatableTopic_5(buf, p):
                 e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_5(buf, p)
                 app(e)
             o.assignments = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 5, p, 'null array in Configs')
         else:
@@ -809,26 +810,26 @@ def _d_CreateTopicsRequest_CreatableTopic_5(buf, p):
                 e, p = _d_CreateTopicsRequest_CreatableTopicConfig_5(buf, p)
                 app(e)
             o.configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 5, p, _reason(e)) from None
     return o, p
@@ -836,12 +837,12 @@ def _d_CreateTopicsRequest_CreatableTopic_5(buf, p):
 def _d_CreateTopicsRequest_5(buf, p):
     o = new(CreateTopicsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 5, p, 'null array in Topics')
         else:
@@ -855,26 +856,26 @@ def _d_CreateTopicsRequest_5(buf, p):
             o.topics = lst
         o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 5, p, _reason(e)) from None
     return o, p
@@ -884,39 +885,39 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_6(buf, p):
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 6, p, 'null array in BrokerIds')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreateTopicsRequest', 6, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 6, p, _reason(e)) from None
     return o, p
@@ -924,12 +925,12 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_6(buf, p):
 def _d_CreateTopicsRequest_CreatableTopicConfig_6(buf, p):
     o = new(_CreateTopicsRequest_CreatableTopicConfig)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 6, p, 'null string in Name')
         else:
@@ -938,12 +939,12 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_6(buf, p):
                 raise DecodeError('CreateTopicsRequest', 6, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -952,26 +953,26 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_6(buf, p):
                 raise DecodeError('CreateTopicsRequest', 6, p, 'Value runs past the frame')
             o.value = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 6, p, _reason(e)) from None
     return o, p
@@ -979,12 +980,12 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_6(buf, p):
 def _d_CreateTopicsRequest_CreatableTopic_6(buf, p):
     o = new(_CreateTopicsRequest_CreatableTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 6, p, 'null string in Name')
         else:
@@ -995,12 +996,12 @@ def _d_CreateTopicsRequest_CreatableTopic_6(buf, p):
             p = q
         o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 6, p, 'null array in Assignments')
         else:
@@ -1012,12 +1013,12 @@ def _d_CreateTopicsRequest_CreatableTopic_6(buf, p):
                 e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_6(buf, p)
                 app(e)
             o.assignments = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 6, p, 'null array in Configs')
         else:
@@ -1029,26 +1030,26 @@ def _d_CreateTopicsRequest_CreatableTopic_6(buf, p):
                 e, p = _d_CreateTopicsRequest_CreatableTopicConfig_6(buf, p)
                 app(e)
             o.configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1056,12 +1057,12 @@ def _d_CreateTopicsRequest_CreatableTopic_6(buf, p):
 def _d_CreateTopicsRequest_6(buf, p):
     o = new(CreateTopicsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 6, p, 'null array in Topics')
         else:
@@ -1075,26 +1076,26 @@ def _d_CreateTopicsRequest_6(buf, p):
             o.topics = lst
         o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1104,39 +1105,39 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_7(buf, p):
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 7, p, 'null array in BrokerIds')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('CreateTopicsRequest', 7, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1144,12 +1145,12 @@ def _d_CreateTopicsRequest_CreatableReplicaAssignment_7(buf, p):
 def _d_CreateTopicsRequest_CreatableTopicConfig_7(buf, p):
     o = new(_CreateTopicsRequest_CreatableTopicConfig)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 7, p, 'null string in Name')
         else:
@@ -1158,12 +1159,12 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_7(buf, p):
                 raise DecodeError('CreateTopicsRequest', 7, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -1172,26 +1173,26 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_7(buf, p):
                 raise DecodeError('CreateTopicsRequest', 7, p, 'Value runs past the frame')
             o.value = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1199,12 +1200,12 @@ def _d_CreateTopicsRequest_CreatableTopicConfig_7(buf, p):
 def _d_CreateTopicsRequest_CreatableTopic_7(buf, p):
     o = new(_CreateTopicsRequest_CreatableTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 7, p, 'null string in Name')
         else:
@@ -1215,12 +1216,12 @@ def _d_CreateTopicsRequest_CreatableTopic_7(buf, p):
             p = q
         o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 7, p, 'null array in Assignments')
         else:
@@ -1232,12 +1233,12 @@ def _d_CreateTopicsRequest_CreatableTopic_7(buf, p):
                 e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_7(buf, p)
                 app(e)
             o.assignments = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 7, p, 'null array in Configs')
         else:
@@ -1249,26 +1250,26 @@ def _d_CreateTopicsRequest_CreatableTopic_7(buf, p):
                 e, p = _d_CreateTopicsRequest_CreatableTopicConfig_7(buf, p)
                 app(e)
             o.configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1276,12 +1277,12 @@ def _d_CreateTopicsRequest_CreatableTopic_7(buf, p):
 def _d_CreateTopicsRequest_7(buf, p):
     o = new(CreateTopicsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 7, p, 'null array in Topics')
         else:
@@ -1295,26 +1296,26 @@ def _d_CreateTopicsRequest_7(buf, p):
             o.topics = lst
         o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1791,12 +1792,12 @@ def _d_CreateTopicsResponse_4(buf, p):
 def _d_CreateTopicsResponse_CreatableTopicConfigs_5(buf, p):
     o = new(_CreateTopicsResponse_CreatableTopicConfigs)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 5, p, 'null string in Name')
         else:
@@ -1805,12 +1806,12 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_5(buf, p):
                 raise DecodeError('CreateTopicsResponse', 5, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -1821,26 +1822,26 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_5(buf, p):
             p = q
         o.read_only, o.config_source, o.is_sensitive = _S_4.unpack_from(buf, p)
         p += 3
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1850,12 +1851,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_5(buf, p):
     o.topic_id = ZERO_UUID
     o.topic_config_error_code = 0
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 5, p, 'null string in Name')
         else:
@@ -1866,12 +1867,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_5(buf, p):
             p = q
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1882,12 +1883,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_5(buf, p):
             p = q
         o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.configs = None
         else:
@@ -1899,33 +1900,33 @@ def _d_CreateTopicsResponse_CreatableTopicResult_5(buf, p):
                 e, p = _d_CreateTopicsResponse_CreatableTopicConfigs_5(buf, p)
                 app(e)
             o.configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.topic_config_error_code, = _S_1.unpack_from(buf, p)
-                    p += 2
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.topic_config_error_code, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1935,12 +1936,12 @@ def _d_CreateTopicsResponse_5(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 5, p, 'null array in Topics')
         else:
@@ -1952,26 +1953,26 @@ def _d_CreateTopicsResponse_5(buf, p):
                 e, p = _d_CreateTopicsResponse_CreatableTopicResult_5(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1979,12 +1980,12 @@ def _d_CreateTopicsResponse_5(buf, p):
 def _d_CreateTopicsResponse_CreatableTopicConfigs_6(buf, p):
     o = new(_CreateTopicsResponse_CreatableTopicConfigs)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 6, p, 'null string in Name')
         else:
@@ -1993,12 +1994,12 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_6(buf, p):
                 raise DecodeError('CreateTopicsResponse', 6, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -2009,26 +2010,26 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_6(buf, p):
             p = q
         o.read_only, o.config_source, o.is_sensitive = _S_4.unpack_from(buf, p)
         p += 3
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2038,12 +2039,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_6(buf, p):
     o.topic_id = ZERO_UUID
     o.topic_config_error_code = 0
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 6, p, 'null string in Name')
         else:
@@ -2054,12 +2055,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_6(buf, p):
             p = q
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -2070,12 +2071,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_6(buf, p):
             p = q
         o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.configs = None
         else:
@@ -2087,33 +2088,33 @@ def _d_CreateTopicsResponse_CreatableTopicResult_6(buf, p):
                 e, p = _d_CreateTopicsResponse_CreatableTopicConfigs_6(buf, p)
                 app(e)
             o.configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.topic_config_error_code, = _S_1.unpack_from(buf, p)
-                    p += 2
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.topic_config_error_code, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2123,12 +2124,12 @@ def _d_CreateTopicsResponse_6(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 6, p, 'null array in Topics')
         else:
@@ -2140,26 +2141,26 @@ def _d_CreateTopicsResponse_6(buf, p):
                 e, p = _d_CreateTopicsResponse_CreatableTopicResult_6(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2167,12 +2168,12 @@ def _d_CreateTopicsResponse_6(buf, p):
 def _d_CreateTopicsResponse_CreatableTopicConfigs_7(buf, p):
     o = new(_CreateTopicsResponse_CreatableTopicConfigs)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 7, p, 'null string in Name')
         else:
@@ -2181,12 +2182,12 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_7(buf, p):
                 raise DecodeError('CreateTopicsResponse', 7, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -2197,26 +2198,26 @@ def _d_CreateTopicsResponse_CreatableTopicConfigs_7(buf, p):
             p = q
         o.read_only, o.config_source, o.is_sensitive = _S_4.unpack_from(buf, p)
         p += 3
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2225,12 +2226,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_7(buf, p):
     o = new(_CreateTopicsResponse_CreatableTopicResult)
     o.topic_config_error_code = 0
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 7, p, 'null string in Name')
         else:
@@ -2241,12 +2242,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_7(buf, p):
             p = q
         o.topic_id, o.error_code = _S_5.unpack_from(buf, p)
         p += 18
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -2257,12 +2258,12 @@ def _d_CreateTopicsResponse_CreatableTopicResult_7(buf, p):
             p = q
         o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.configs = None
         else:
@@ -2274,33 +2275,33 @@ def _d_CreateTopicsResponse_CreatableTopicResult_7(buf, p):
                 e, p = _d_CreateTopicsResponse_CreatableTopicConfigs_7(buf, p)
                 app(e)
             o.configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.topic_config_error_code, = _S_1.unpack_from(buf, p)
-                    p += 2
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.topic_config_error_code, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2310,12 +2311,12 @@ def _d_CreateTopicsResponse_7(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 7, p, 'null array in Topics')
         else:
@@ -2327,26 +2328,26 @@ def _d_CreateTopicsResponse_7(buf, p):
                 e, p = _d_CreateTopicsResponse_CreatableTopicResult_7(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 7, p, _reason(e)) from None
     return o, p

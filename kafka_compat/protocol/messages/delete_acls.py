@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -186,12 +187,12 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, p):
     try:
         o.resource_type_filter, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.resource_name_filter = None
         else:
@@ -202,12 +203,12 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, p):
             p = q
         o.pattern_type_filter, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.principal_filter = None
         else:
@@ -216,12 +217,12 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, p):
                 raise DecodeError('DeleteAclsRequest', 2, p, 'PrincipalFilter runs past the frame')
             o.principal_filter = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.host_filter = None
         else:
@@ -232,26 +233,26 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, p):
             p = q
         o.operation, o.permission_type = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -259,12 +260,12 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, p):
 def _d_DeleteAclsRequest_2(buf, p):
     o = new(DeleteAclsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsRequest', 2, p, 'null array in Filters')
         else:
@@ -276,26 +277,26 @@ def _d_DeleteAclsRequest_2(buf, p):
                 e, p = _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, p)
                 app(e)
             o.filters = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -305,12 +306,12 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_3(buf, p):
     try:
         o.resource_type_filter, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.resource_name_filter = None
         else:
@@ -321,12 +322,12 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_3(buf, p):
             p = q
         o.pattern_type_filter, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.principal_filter = None
         else:
@@ -335,12 +336,12 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_3(buf, p):
                 raise DecodeError('DeleteAclsRequest', 3, p, 'PrincipalFilter runs past the frame')
             o.principal_filter = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.host_filter = None
         else:
@@ -351,26 +352,26 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_3(buf, p):
             p = q
         o.operation, o.permission_type = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsRequest', 3, p, _reason(e)) from None
     return o, p
@@ -378,12 +379,12 @@ def _d_DeleteAclsRequest_DeleteAclsFilter_3(buf, p):
 def _d_DeleteAclsRequest_3(buf, p):
     o = new(DeleteAclsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsRequest', 3, p, 'null array in Filters')
         else:
@@ -395,26 +396,26 @@ def _d_DeleteAclsRequest_3(buf, p):
                 e, p = _d_DeleteAclsRequest_DeleteAclsFilter_3(buf, p)
                 app(e)
             o.filters = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsRequest', 3, p, _reason(e)) from None
     return o, p
@@ -820,12 +821,12 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -836,12 +837,12 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, p):
             p = q
         o.resource_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 2, p, 'null string in ResourceName')
         else:
@@ -852,12 +853,12 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, p):
             p = q
         o.pattern_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 2, p, 'null string in Principal')
         else:
@@ -866,12 +867,12 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, p):
                 raise DecodeError('DeleteAclsResponse', 2, p, 'Principal runs past the frame')
             o.principal = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 2, p, 'null string in Host')
         else:
@@ -882,26 +883,26 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, p):
             p = q
         o.operation, o.permission_type = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 2, p, _reason(e)) from None
     return o, p
@@ -911,12 +912,12 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -925,12 +926,12 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf, p):
                 raise DecodeError('DeleteAclsResponse', 2, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 2, p, 'null array in MatchingAcls')
         else:
@@ -942,26 +943,26 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf, p):
                 e, p = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, p)
                 app(e)
             o.matching_acls = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 2, p, _reason(e)) from None
     return o, p
@@ -971,12 +972,12 @@ def _d_DeleteAclsResponse_2(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 2, p, 'null array in FilterResults')
         else:
@@ -988,26 +989,26 @@ def _d_DeleteAclsResponse_2(buf, p):
                 e, p = _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf, p)
                 app(e)
             o.filter_results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 2, p, _reason(e)) from None
     return o, p
@@ -1017,12 +1018,12 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_3(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1033,12 +1034,12 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_3(buf, p):
             p = q
         o.resource_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 3, p, 'null string in ResourceName')
         else:
@@ -1049,12 +1050,12 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_3(buf, p):
             p = q
         o.pattern_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 3, p, 'null string in Principal')
         else:
@@ -1063,12 +1064,12 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_3(buf, p):
                 raise DecodeError('DeleteAclsResponse', 3, p, 'Principal runs past the frame')
             o.principal = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 3, p, 'null string in Host')
         else:
@@ -1079,26 +1080,26 @@ def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_3(buf, p):
             p = q
         o.operation, o.permission_type = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1108,12 +1109,12 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_3(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1122,12 +1123,12 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_3(buf, p):
                 raise DecodeError('DeleteAclsResponse', 3, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 3, p, 'null array in MatchingAcls')
         else:
@@ -1139,26 +1140,26 @@ def _d_DeleteAclsResponse_DeleteAclsFilterResult_3(buf, p):
                 e, p = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_3(buf, p)
                 app(e)
             o.matching_acls = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1168,12 +1169,12 @@ def _d_DeleteAclsResponse_3(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 3, p, 'null array in FilterResults')
         else:
@@ -1185,26 +1186,26 @@ def _d_DeleteAclsResponse_3(buf, p):
                 e, p = _d_DeleteAclsResponse_DeleteAclsFilterResult_3(buf, p)
                 app(e)
             o.filter_results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 3, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>ih')
@@ -48,12 +49,12 @@ DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic = _DeleteShar
 def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_0(buf, p):
     o = new(_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'null string in TopicName')
         else:
@@ -62,26 +63,26 @@ def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_0(buf,
                 raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -89,12 +90,12 @@ def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_0(buf,
 def _d_DeleteShareGroupOffsetsRequest_0(buf, p):
     o = new(DeleteShareGroupOffsetsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'null string in GroupId')
         else:
@@ -103,12 +104,12 @@ def _d_DeleteShareGroupOffsetsRequest_0(buf, p):
                 raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'null array in Topics')
         else:
@@ -120,26 +121,26 @@ def _d_DeleteShareGroupOffsetsRequest_0(buf, p):
                 e, p = _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_0(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -221,12 +222,12 @@ DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic = _DeleteSh
 def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(buf, p):
     o = new(_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'null string in TopicName')
         else:
@@ -237,12 +238,12 @@ def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(bu
             p = q
         o.topic_id, o.error_code = _S_1.unpack_from(buf, p)
         p += 18
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -251,26 +252,26 @@ def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(bu
                 raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -280,12 +281,12 @@ def _d_DeleteShareGroupOffsetsResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -294,12 +295,12 @@ def _d_DeleteShareGroupOffsetsResponse_0(buf, p):
                 raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'null array in Responses')
         else:
@@ -311,26 +312,26 @@ def _d_DeleteShareGroupOffsetsResponse_0(buf, p):
                 e, p = _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -320,12 +321,12 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_4(buf, p):
     try:
         o.resource_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeConfigsRequest', 4, p, 'null string in ResourceName')
         else:
@@ -334,12 +335,12 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_4(buf, p):
                 raise DecodeError('DescribeConfigsRequest', 4, p, 'ResourceName runs past the frame')
             o.resource_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.configuration_keys = None
         else:
@@ -348,12 +349,12 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_4(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('DescribeConfigsRequest', 4, p, 'null string in ConfigurationKeys')
                 else:
@@ -364,26 +365,26 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_4(buf, p):
                     p = q
                 app(e)
             o.configuration_keys = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeConfigsRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeConfigsRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeConfigsRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsRequest', 4, p, _reason(e)) from None
     return o, p
@@ -391,12 +392,12 @@ def _d_DescribeConfigsRequest_DescribeConfigsResource_4(buf, p):
 def _d_DescribeConfigsRequest_4(buf, p):
     o = new(DescribeConfigsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeConfigsRequest', 4, p, 'null array in Resources')
         else:
@@ -410,26 +411,26 @@ def _d_DescribeConfigsRequest_4(buf, p):
             o.resources = lst
         o.include_synonyms, o.include_documentation = _S_4.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeConfigsRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeConfigsRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeConfigsRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsRequest', 4, p, _reason(e)) from None
     return o, p
@@ -1135,12 +1136,12 @@ def _d_DescribeConfigsResponse_3(buf, p):
 def _d_DescribeConfigsResponse_DescribeConfigsSynonym_4(buf, p):
     o = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in Name')
         else:
@@ -1149,12 +1150,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_4(buf, p):
                 raise DecodeError('DescribeConfigsResponse', 4, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -1165,26 +1166,26 @@ def _d_DescribeConfigsResponse_DescribeConfigsSynonym_4(buf, p):
             p = q
         o.source, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1193,12 +1194,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_4(buf, p):
     o = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
     o.is_default = False
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in Name')
         else:
@@ -1207,12 +1208,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_4(buf, p):
                 raise DecodeError('DescribeConfigsResponse', 4, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -1223,12 +1224,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_4(buf, p):
             p = q
         o.read_only, o.config_source, o.is_sensitive = _S_6.unpack_from(buf, p)
         p += 3
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 4, p, 'null array in Synonyms')
         else:
@@ -1242,12 +1243,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_4(buf, p):
             o.synonyms = lst
         o.config_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.documentation = None
         else:
@@ -1256,26 +1257,26 @@ def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_4(buf, p):
                 raise DecodeError('DescribeConfigsResponse', 4, p, 'Documentation runs past the frame')
             o.documentation = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1285,12 +1286,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_4(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1301,12 +1302,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_4(buf, p):
             p = q
         o.resource_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in ResourceName')
         else:
@@ -1315,12 +1316,12 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_4(buf, p):
                 raise DecodeError('DescribeConfigsResponse', 4, p, 'ResourceName runs past the frame')
             o.resource_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 4, p, 'null array in Configs')
         else:
@@ -1332,26 +1333,26 @@ def _d_DescribeConfigsResponse_DescribeConfigsResult_4(buf, p):
                 e, p = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_4(buf, p)
                 app(e)
             o.configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1361,12 +1362,12 @@ def _d_DescribeConfigsResponse_4(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 4, p, 'null array in Results')
         else:
@@ -1378,26 +1379,26 @@ def _d_DescribeConfigsResponse_4(buf, p):
                 e, p = _d_DescribeConfigsResponse_DescribeConfigsResult_4(buf, p)
                 app(e)
             o.results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 4, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -147,12 +148,12 @@ def _d_DescribeDelegationTokenRequest_1(buf, p):
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_2(buf, p):
     o = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'null string in PrincipalType')
         else:
@@ -161,12 +162,12 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_2(buf, p):
                 raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'null string in PrincipalName')
         else:
@@ -175,26 +176,26 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_2(buf, p):
                 raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'PrincipalName runs past the frame')
             o.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenRequest', 2, p, _reason(e)) from None
     return o, p
@@ -202,12 +203,12 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_2(buf, p):
 def _d_DescribeDelegationTokenRequest_2(buf, p):
     o = new(DescribeDelegationTokenRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.owners = None
         else:
@@ -219,26 +220,26 @@ def _d_DescribeDelegationTokenRequest_2(buf, p):
                 e, p = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_2(buf, p)
                 app(e)
             o.owners = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenRequest', 2, p, _reason(e)) from None
     return o, p
@@ -246,12 +247,12 @@ def _d_DescribeDelegationTokenRequest_2(buf, p):
 def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_3(buf, p):
     o = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'null string in PrincipalType')
         else:
@@ -260,12 +261,12 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_3(buf, p):
                 raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'null string in PrincipalName')
         else:
@@ -274,26 +275,26 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_3(buf, p):
                 raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'PrincipalName runs past the frame')
             o.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenRequest', 3, p, _reason(e)) from None
     return o, p
@@ -301,12 +302,12 @@ def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_3(buf, p):
 def _d_DescribeDelegationTokenRequest_3(buf, p):
     o = new(DescribeDelegationTokenRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.owners = None
         else:
@@ -318,26 +319,26 @@ def _d_DescribeDelegationTokenRequest_3(buf, p):
                 e, p = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_3(buf, p)
                 app(e)
             o.owners = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenRequest', 3, p, _reason(e)) from None
     return o, p
@@ -694,12 +695,12 @@ def _d_DescribeDelegationTokenResponse_1(buf, p):
 def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_2(buf, p):
     o = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalType')
         else:
@@ -708,12 +709,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_2(buf, p)
                 raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalName')
         else:
@@ -722,26 +723,26 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_2(buf, p)
                 raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
             o.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 2, p, _reason(e)) from None
     return o, p
@@ -751,12 +752,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, p):
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalType')
         else:
@@ -765,12 +766,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, p):
                 raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalName')
         else:
@@ -781,12 +782,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, p):
             p = q
         o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_2.unpack_from(buf, p)
         p += 24
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in TokenId')
         else:
@@ -795,12 +796,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, p):
                 raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
             o.token_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null bytes in Hmac')
         else:
@@ -809,12 +810,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, p):
                 raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'Hmac runs past the frame')
             o.hmac = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null array in Renewers')
         else:
@@ -826,26 +827,26 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, p):
                 e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_2(buf, p)
                 app(e)
             o.renewers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 2, p, _reason(e)) from None
     return o, p
@@ -855,12 +856,12 @@ def _d_DescribeDelegationTokenResponse_2(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null array in Tokens')
         else:
@@ -874,26 +875,26 @@ def _d_DescribeDelegationTokenResponse_2(buf, p):
             o.tokens = lst
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 2, p, _reason(e)) from None
     return o, p
@@ -901,12 +902,12 @@ def _d_DescribeDelegationTokenResponse_2(buf, p):
 def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_3(buf, p):
     o = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalType')
         else:
@@ -915,12 +916,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_3(buf, p)
                 raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalName')
         else:
@@ -929,26 +930,26 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_3(buf, p)
                 raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
             o.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 3, p, _reason(e)) from None
     return o, p
@@ -956,12 +957,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_3(buf, p)
 def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
     o = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalType')
         else:
@@ -970,12 +971,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
                 raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
             o.principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalName')
         else:
@@ -984,12 +985,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
                 raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
             o.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalType')
         else:
@@ -998,12 +999,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
                 raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalType runs past the frame')
             o.token_requester_principal_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalName')
         else:
@@ -1014,12 +1015,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
             p = q
         o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_2.unpack_from(buf, p)
         p += 24
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenId')
         else:
@@ -1028,12 +1029,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
                 raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
             o.token_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null bytes in Hmac')
         else:
@@ -1042,12 +1043,12 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
                 raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'Hmac runs past the frame')
             o.hmac = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null array in Renewers')
         else:
@@ -1059,26 +1060,26 @@ def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
                 e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_3(buf, p)
                 app(e)
             o.renewers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1088,12 +1089,12 @@ def _d_DescribeDelegationTokenResponse_3(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null array in Tokens')
         else:
@@ -1107,26 +1108,26 @@ def _d_DescribeDelegationTokenResponse_3(buf, p):
             o.tokens = lst
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 3, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -195,12 +196,12 @@ def _d_DescribeGroupsRequest_4(buf, p):
 def _d_DescribeGroupsRequest_5(buf, p):
     o = new(DescribeGroupsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 5, p, 'null array in Groups')
         else:
@@ -209,12 +210,12 @@ def _d_DescribeGroupsRequest_5(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('DescribeGroupsRequest', 5, p, 'null string in Groups')
                 else:
@@ -227,26 +228,26 @@ def _d_DescribeGroupsRequest_5(buf, p):
             o.groups = lst
         o.include_authorized_operations, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeGroupsRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeGroupsRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeGroupsRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 5, p, _reason(e)) from None
     return o, p
@@ -254,12 +255,12 @@ def _d_DescribeGroupsRequest_5(buf, p):
 def _d_DescribeGroupsRequest_6(buf, p):
     o = new(DescribeGroupsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 6, p, 'null array in Groups')
         else:
@@ -268,12 +269,12 @@ def _d_DescribeGroupsRequest_6(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('DescribeGroupsRequest', 6, p, 'null string in Groups')
                 else:
@@ -286,26 +287,26 @@ def _d_DescribeGroupsRequest_6(buf, p):
             o.groups = lst
         o.include_authorized_operations, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeGroupsRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeGroupsRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeGroupsRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1154,12 +1155,12 @@ def _d_DescribeGroupsResponse_4(buf, p):
 def _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p):
     o = new(_DescribeGroupsResponse_DescribedGroupMember)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in MemberId')
         else:
@@ -1168,12 +1169,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -1182,12 +1183,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ClientId')
         else:
@@ -1196,12 +1197,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientId runs past the frame')
             o.client_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ClientHost')
         else:
@@ -1210,12 +1211,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientHost runs past the frame')
             o.client_host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null bytes in MemberMetadata')
         else:
@@ -1224,12 +1225,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberMetadata runs past the frame')
             o.member_metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null bytes in MemberAssignment')
         else:
@@ -1238,26 +1239,26 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberAssignment runs past the frame')
             o.member_assignment = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1268,12 +1269,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_5(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in GroupId')
         else:
@@ -1282,12 +1283,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in GroupState')
         else:
@@ -1296,12 +1297,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupState runs past the frame')
             o.group_state = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ProtocolType')
         else:
@@ -1310,12 +1311,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ProtocolData')
         else:
@@ -1324,12 +1325,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_5(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'ProtocolData runs past the frame')
             o.protocol_data = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null array in Members')
         else:
@@ -1343,26 +1344,26 @@ def _d_DescribeGroupsResponse_DescribedGroup_5(buf, p):
             o.members = lst
         o.authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1372,12 +1373,12 @@ def _d_DescribeGroupsResponse_5(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null array in Groups')
         else:
@@ -1389,26 +1390,26 @@ def _d_DescribeGroupsResponse_5(buf, p):
                 e, p = _d_DescribeGroupsResponse_DescribedGroup_5(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1416,12 +1417,12 @@ def _d_DescribeGroupsResponse_5(buf, p):
 def _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p):
     o = new(_DescribeGroupsResponse_DescribedGroupMember)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in MemberId')
         else:
@@ -1430,12 +1431,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -1444,12 +1445,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ClientId')
         else:
@@ -1458,12 +1459,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientId runs past the frame')
             o.client_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ClientHost')
         else:
@@ -1472,12 +1473,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientHost runs past the frame')
             o.client_host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null bytes in MemberMetadata')
         else:
@@ -1486,12 +1487,12 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberMetadata runs past the frame')
             o.member_metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null bytes in MemberAssignment')
         else:
@@ -1500,26 +1501,26 @@ def _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberAssignment runs past the frame')
             o.member_assignment = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 6, p, _reason(e)) from None
     return o, p
@@ -1529,12 +1530,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_6(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1543,12 +1544,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in GroupId')
         else:
@@ -1557,12 +1558,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in GroupState')
         else:
@@ -1571,12 +1572,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupState runs past the frame')
             o.group_state = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ProtocolType')
         else:
@@ -1585,12 +1586,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ProtocolData')
         else:
@@ -1599,12 +1600,12 @@ def _d_DescribeGroupsResponse_DescribedGroup_6(buf, p):
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'ProtocolData runs past the frame')
             o.protocol_data = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null array in Members')
         else:
@@ -1618,26 +1619,26 @@ def _d_DescribeGroupsResponse_DescribedGroup_6(buf, p):
             o.members = lst
         o.authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 6, p, _reason(e)) from None
     return o, p
@@ -1647,12 +1648,12 @@ def _d_DescribeGroupsResponse_6(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null array in Groups')
         else:
@@ -1664,26 +1665,26 @@ def _d_DescribeGroupsResponse_6(buf, p):
                 e, p = _d_DescribeGroupsResponse_DescribedGroup_6(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 6, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -63,12 +64,12 @@ DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup = _Descri
 def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_0(buf, p):
     o = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null string in TopicName')
         else:
@@ -77,39 +78,39 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_0(
                 raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -117,12 +118,12 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_0(
 def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_0(buf, p):
     o = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null string in GroupId')
         else:
@@ -131,12 +132,12 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_0(
                 raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -148,26 +149,26 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_0(
                 e, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_0(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -175,12 +176,12 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_0(
 def _d_DescribeShareGroupOffsetsRequest_0(buf, p):
     o = new(DescribeShareGroupOffsetsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null array in Groups')
         else:
@@ -192,26 +193,26 @@ def _d_DescribeShareGroupOffsetsRequest_0(buf, p):
                 e, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_0(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -219,12 +220,12 @@ def _d_DescribeShareGroupOffsetsRequest_0(buf, p):
 def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_1(buf, p):
     o = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null string in TopicName')
         else:
@@ -233,39 +234,39 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_1(
                 raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -273,12 +274,12 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_1(
 def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_1(buf, p):
     o = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null string in GroupId')
         else:
@@ -287,12 +288,12 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_1(
                 raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -304,26 +305,26 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_1(
                 e, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_1(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -331,12 +332,12 @@ def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_1(
 def _d_DescribeShareGroupOffsetsRequest_1(buf, p):
     o = new(DescribeShareGroupOffsetsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null array in Groups')
         else:
@@ -348,26 +349,26 @@ def _d_DescribeShareGroupOffsetsRequest_1(buf, p):
                 e, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_1(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -504,12 +505,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
     try:
         o.partition_index, o.start_offset, o.leader_epoch, o.error_code = _S_2.unpack_from(buf, p)
         p += 18
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -518,26 +519,26 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
                 raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -545,12 +546,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_0(buf, p):
     o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null string in TopicName')
         else:
@@ -561,12 +562,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
             p = q
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null array in Partitions')
         else:
@@ -578,26 +579,26 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
                 e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -605,12 +606,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_0(buf, p):
     o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null string in GroupId')
         else:
@@ -619,12 +620,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
                 raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null array in Topics')
         else:
@@ -638,12 +639,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
             o.topics = lst
         o.error_code, = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -652,26 +653,26 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
                 raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -681,12 +682,12 @@ def _d_DescribeShareGroupOffsetsResponse_0(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null array in Groups')
         else:
@@ -698,26 +699,26 @@ def _d_DescribeShareGroupOffsetsResponse_0(buf, p):
                 e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_0(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -727,12 +728,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
     try:
         o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code = _S_4.unpack_from(buf, p)
         p += 26
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -741,26 +742,26 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
                 raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, _reason(e)) from None
     return o, p
@@ -768,12 +769,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_1(buf, p):
     o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null string in TopicName')
         else:
@@ -784,12 +785,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
             p = q
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null array in Partitions')
         else:
@@ -801,26 +802,26 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
                 e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_1(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, _reason(e)) from None
     return o, p
@@ -828,12 +829,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
 def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_1(buf, p):
     o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null string in GroupId')
         else:
@@ -842,12 +843,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
                 raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null array in Topics')
         else:
@@ -861,12 +862,12 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
             o.topics = lst
         o.error_code, = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -875,26 +876,26 @@ def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
                 raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, _reason(e)) from None
     return o, p
@@ -904,12 +905,12 @@ def _d_DescribeShareGroupOffsetsResponse_1(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null array in Groups')
         else:
@@ -921,26 +922,26 @@ def _d_DescribeShareGroupOffsetsResponse_1(buf, p):
                 e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_1(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>ih')
@@ -48,12 +49,12 @@ DescribeUserScramCredentialsRequest.UserName = _DescribeUserScramCredentialsRequ
 def _d_DescribeUserScramCredentialsRequest_UserName_0(buf, p):
     o = new(_DescribeUserScramCredentialsRequest_UserName)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'null string in Name')
         else:
@@ -62,26 +63,26 @@ def _d_DescribeUserScramCredentialsRequest_UserName_0(buf, p):
                 raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -89,12 +90,12 @@ def _d_DescribeUserScramCredentialsRequest_UserName_0(buf, p):
 def _d_DescribeUserScramCredentialsRequest_0(buf, p):
     o = new(DescribeUserScramCredentialsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.users = None
         else:
@@ -106,26 +107,26 @@ def _d_DescribeUserScramCredentialsRequest_0(buf, p):
                 e, p = _d_DescribeUserScramCredentialsRequest_UserName_0(buf, p)
                 app(e)
             o.users = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -216,26 +217,26 @@ def _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf, p):
     try:
         o.mechanism, o.iterations = _S_2.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -243,12 +244,12 @@ def _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf, p):
 def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(buf, p):
     o = new(_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'null string in User')
         else:
@@ -259,12 +260,12 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
             p = q
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -273,12 +274,12 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
                 raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'null array in CredentialInfos')
         else:
@@ -290,26 +291,26 @@ def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
                 e, p = _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf, p)
                 app(e)
             o.credential_infos = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -319,12 +320,12 @@ def _d_DescribeUserScramCredentialsResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -333,12 +334,12 @@ def _d_DescribeUserScramCredentialsResponse_0(buf, p):
                 raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'null array in Results')
         else:
@@ -350,26 +351,26 @@ def _d_DescribeUserScramCredentialsResponse_0(buf, p):
                 e, p = _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(buf, p)
                 app(e)
             o.results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -69,7 +70,7 @@ def _d_ElectLeadersRequest_TopicPartitions_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ElectLeadersRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -120,7 +121,7 @@ def _d_ElectLeadersRequest_TopicPartitions_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ElectLeadersRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -155,12 +156,12 @@ def _d_ElectLeadersRequest_1(buf, p):
 def _d_ElectLeadersRequest_TopicPartitions_2(buf, p):
     o = new(_ElectLeadersRequest_TopicPartitions)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ElectLeadersRequest', 2, p, 'null string in Topic')
         else:
@@ -169,39 +170,39 @@ def _d_ElectLeadersRequest_TopicPartitions_2(buf, p):
                 raise DecodeError('ElectLeadersRequest', 2, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ElectLeadersRequest', 2, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ElectLeadersRequest', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ElectLeadersRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ElectLeadersRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ElectLeadersRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ElectLeadersRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersRequest', 2, p, _reason(e)) from None
     return o, p
@@ -211,12 +212,12 @@ def _d_ElectLeadersRequest_2(buf, p):
     try:
         o.election_type, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topic_partitions = None
         else:
@@ -230,26 +231,26 @@ def _d_ElectLeadersRequest_2(buf, p):
             o.topic_partitions = lst
         o.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ElectLeadersRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ElectLeadersRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ElectLeadersRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ElectLeadersRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersRequest', 2, p, _reason(e)) from None
     return o, p
@@ -526,12 +527,12 @@ def _d_ElectLeadersResponse_PartitionResult_2(buf, p):
     try:
         o.partition_id, o.error_code = _S_3.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -540,26 +541,26 @@ def _d_ElectLeadersResponse_PartitionResult_2(buf, p):
                 raise DecodeError('ElectLeadersResponse', 2, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersResponse', 2, p, _reason(e)) from None
     return o, p
@@ -567,12 +568,12 @@ def _d_ElectLeadersResponse_PartitionResult_2(buf, p):
 def _d_ElectLeadersResponse_ReplicaElectionResult_2(buf, p):
     o = new(_ElectLeadersResponse_ReplicaElectionResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ElectLeadersResponse', 2, p, 'null string in Topic')
         else:
@@ -581,12 +582,12 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_2(buf, p):
                 raise DecodeError('ElectLeadersResponse', 2, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ElectLeadersResponse', 2, p, 'null array in PartitionResult')
         else:
@@ -598,26 +599,26 @@ def _d_ElectLeadersResponse_ReplicaElectionResult_2(buf, p):
                 e, p = _d_ElectLeadersResponse_PartitionResult_2(buf, p)
                 app(e)
             o.partition_result = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersResponse', 2, p, _reason(e)) from None
     return o, p
@@ -627,12 +628,12 @@ def _d_ElectLeadersResponse_2(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ElectLeadersResponse', 2, p, 'null array in ReplicaElectionResults')
         else:
@@ -644,26 +645,26 @@ def _d_ElectLeadersResponse_2(buf, p):
                 e, p = _d_ElectLeadersResponse_ReplicaElectionResult_2(buf, p)
                 app(e)
             o.replica_election_results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersResponse', 2, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>iii')
@@ -723,7 +724,7 @@ def _d_FetchRequest_ForgottenTopic_7(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 7, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -836,7 +837,7 @@ def _d_FetchRequest_ForgottenTopic_8(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 8, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -948,7 +949,7 @@ def _d_FetchRequest_ForgottenTopic_9(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 9, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -1060,7 +1061,7 @@ def _d_FetchRequest_ForgottenTopic_10(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 10, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -1172,7 +1173,7 @@ def _d_FetchRequest_ForgottenTopic_11(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 11, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -1234,26 +1235,26 @@ def _d_FetchRequest_FetchPartition_12(buf, p):
     try:
         o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
         p += 32
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 12, p, _reason(e)) from None
     return o, p
@@ -1262,12 +1263,12 @@ def _d_FetchRequest_FetchTopic_12(buf, p):
     o = new(_FetchRequest_FetchTopic)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null string in Topic')
         else:
@@ -1276,12 +1277,12 @@ def _d_FetchRequest_FetchTopic_12(buf, p):
                 raise DecodeError('FetchRequest', 12, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null array in Partitions')
         else:
@@ -1293,26 +1294,26 @@ def _d_FetchRequest_FetchTopic_12(buf, p):
                 e, p = _d_FetchRequest_FetchPartition_12(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 12, p, _reason(e)) from None
     return o, p
@@ -1321,12 +1322,12 @@ def _d_FetchRequest_ForgottenTopic_12(buf, p):
     o = new(_FetchRequest_ForgottenTopic)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null string in Topic')
         else:
@@ -1335,39 +1336,39 @@ def _d_FetchRequest_ForgottenTopic_12(buf, p):
                 raise DecodeError('FetchRequest', 12, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 12, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 12, p, _reason(e)) from None
     return o, p
@@ -1379,12 +1380,12 @@ def _d_FetchRequest_12(buf, p):
     try:
         o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
         p += 25
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null array in Topics')
         else:
@@ -1396,12 +1397,12 @@ def _d_FetchRequest_12(buf, p):
                 e, p = _d_FetchRequest_FetchTopic_12(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null array in ForgottenTopicsData')
         else:
@@ -1413,12 +1414,12 @@ def _d_FetchRequest_12(buf, p):
                 e, p = _d_FetchRequest_ForgottenTopic_12(buf, p)
                 app(e)
             o.forgotten_topics_data = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null string in RackId')
         else:
@@ -1427,45 +1428,45 @@ def _d_FetchRequest_12(buf, p):
                 raise DecodeError('FetchRequest', 12, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o.cluster_id = None
+                        else:
+                            q = p + n
+                            if q > len(buf):
+                                raise DecodeError('FetchRequest', 12, p, 'ClusterId runs past the frame')
+                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        o.cluster_id = None
-                    else:
-                        q = p + n
-                        if q > len(buf):
-                            raise DecodeError('FetchRequest', 12, p, 'ClusterId runs past the frame')
-                        o.cluster_id = str(buf[p:q], 'utf-8')
-                        p = q
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 12, p, _reason(e)) from None
     return o, p
@@ -1477,26 +1478,26 @@ def _d_FetchRequest_FetchPartition_13(buf, p):
     try:
         o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
         p += 32
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 13, p, _reason(e)) from None
     return o, p
@@ -1507,12 +1508,12 @@ def _d_FetchRequest_FetchTopic_13(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 13, p, 'null array in Partitions')
         else:
@@ -1524,26 +1525,26 @@ def _d_FetchRequest_FetchTopic_13(buf, p):
                 e, p = _d_FetchRequest_FetchPartition_13(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 13, p, _reason(e)) from None
     return o, p
@@ -1554,39 +1555,39 @@ def _d_FetchRequest_ForgottenTopic_13(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 13, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 13, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 13, p, _reason(e)) from None
     return o, p
@@ -1598,12 +1599,12 @@ def _d_FetchRequest_13(buf, p):
     try:
         o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
         p += 25
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 13, p, 'null array in Topics')
         else:
@@ -1615,12 +1616,12 @@ def _d_FetchRequest_13(buf, p):
                 e, p = _d_FetchRequest_FetchTopic_13(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 13, p, 'null array in ForgottenTopicsData')
         else:
@@ -1632,12 +1633,12 @@ def _d_FetchRequest_13(buf, p):
                 e, p = _d_FetchRequest_ForgottenTopic_13(buf, p)
                 app(e)
             o.forgotten_topics_data = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 13, p, 'null string in RackId')
         else:
@@ -1646,45 +1647,45 @@ def _d_FetchRequest_13(buf, p):
                 raise DecodeError('FetchRequest', 13, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o.cluster_id = None
+                        else:
+                            q = p + n
+                            if q > len(buf):
+                                raise DecodeError('FetchRequest', 13, p, 'ClusterId runs past the frame')
+                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        o.cluster_id = None
-                    else:
-                        q = p + n
-                        if q > len(buf):
-                            raise DecodeError('FetchRequest', 13, p, 'ClusterId runs past the frame')
-                        o.cluster_id = str(buf[p:q], 'utf-8')
-                        p = q
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 13, p, _reason(e)) from None
     return o, p
@@ -1696,26 +1697,26 @@ def _d_FetchRequest_FetchPartition_14(buf, p):
     try:
         o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
         p += 32
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 14, p, _reason(e)) from None
     return o, p
@@ -1726,12 +1727,12 @@ def _d_FetchRequest_FetchTopic_14(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 14, p, 'null array in Partitions')
         else:
@@ -1743,26 +1744,26 @@ def _d_FetchRequest_FetchTopic_14(buf, p):
                 e, p = _d_FetchRequest_FetchPartition_14(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 14, p, _reason(e)) from None
     return o, p
@@ -1773,39 +1774,39 @@ def _d_FetchRequest_ForgottenTopic_14(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 14, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 14, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 14, p, _reason(e)) from None
     return o, p
@@ -1817,12 +1818,12 @@ def _d_FetchRequest_14(buf, p):
     try:
         o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
         p += 25
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 14, p, 'null array in Topics')
         else:
@@ -1834,12 +1835,12 @@ def _d_FetchRequest_14(buf, p):
                 e, p = _d_FetchRequest_FetchTopic_14(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 14, p, 'null array in ForgottenTopicsData')
         else:
@@ -1851,12 +1852,12 @@ def _d_FetchRequest_14(buf, p):
                 e, p = _d_FetchRequest_ForgottenTopic_14(buf, p)
                 app(e)
             o.forgotten_topics_data = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 14, p, 'null string in RackId')
         else:
@@ -1865,45 +1866,45 @@ def _d_FetchRequest_14(buf, p):
                 raise DecodeError('FetchRequest', 14, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o.cluster_id = None
+                        else:
+                            q = p + n
+                            if q > len(buf):
+                                raise DecodeError('FetchRequest', 14, p, 'ClusterId runs past the frame')
+                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        o.cluster_id = None
-                    else:
-                        q = p + n
-                        if q > len(buf):
-                            raise DecodeError('FetchRequest', 14, p, 'ClusterId runs past the frame')
-                        o.cluster_id = str(buf[p:q], 'utf-8')
-                        p = q
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 14, p, _reason(e)) from None
     return o, p
@@ -1915,26 +1916,26 @@ def _d_FetchRequest_FetchPartition_15(buf, p):
     try:
         o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
         p += 32
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
     return o, p
@@ -1945,12 +1946,12 @@ def _d_FetchRequest_FetchTopic_15(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 15, p, 'null array in Partitions')
         else:
@@ -1962,26 +1963,26 @@ def _d_FetchRequest_FetchTopic_15(buf, p):
                 e, p = _d_FetchRequest_FetchPartition_15(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
     return o, p
@@ -1992,39 +1993,39 @@ def _d_FetchRequest_ForgottenTopic_15(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 15, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 15, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
     return o, p
@@ -2034,26 +2035,26 @@ def _d_FetchRequest_ReplicaState_15(buf, p):
     try:
         o.replica_id, o.replica_epoch = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
     return o, p
@@ -2066,12 +2067,12 @@ def _d_FetchRequest_15(buf, p):
     try:
         o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_11.unpack_from(buf, p)
         p += 21
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 15, p, 'null array in Topics')
         else:
@@ -2083,12 +2084,12 @@ def _d_FetchRequest_15(buf, p):
                 e, p = _d_FetchRequest_FetchTopic_15(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 15, p, 'null array in ForgottenTopicsData')
         else:
@@ -2100,12 +2101,12 @@ def _d_FetchRequest_15(buf, p):
                 e, p = _d_FetchRequest_ForgottenTopic_15(buf, p)
                 app(e)
             o.forgotten_topics_data = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 15, p, 'null string in RackId')
         else:
@@ -2114,50 +2115,50 @@ def _d_FetchRequest_15(buf, p):
                 raise DecodeError('FetchRequest', 15, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o.cluster_id = None
+                        else:
+                            q = p + n
+                            if q > len(buf):
+                                raise DecodeError('FetchRequest', 15, p, 'ClusterId runs past the frame')
+                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.replica_state, p = _d_FetchRequest_ReplicaState_15(buf, p)
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        o.cluster_id = None
-                    else:
-                        q = p + n
-                        if q > len(buf):
-                            raise DecodeError('FetchRequest', 15, p, 'ClusterId runs past the frame')
-                        o.cluster_id = str(buf[p:q], 'utf-8')
-                        p = q
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.replica_state, p = _d_FetchRequest_ReplicaState_15(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
     return o, p
@@ -2169,26 +2170,26 @@ def _d_FetchRequest_FetchPartition_16(buf, p):
     try:
         o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
         p += 32
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
     return o, p
@@ -2199,12 +2200,12 @@ def _d_FetchRequest_FetchTopic_16(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 16, p, 'null array in Partitions')
         else:
@@ -2216,26 +2217,26 @@ def _d_FetchRequest_FetchTopic_16(buf, p):
                 e, p = _d_FetchRequest_FetchPartition_16(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
     return o, p
@@ -2246,39 +2247,39 @@ def _d_FetchRequest_ForgottenTopic_16(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 16, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 16, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
     return o, p
@@ -2288,26 +2289,26 @@ def _d_FetchRequest_ReplicaState_16(buf, p):
     try:
         o.replica_id, o.replica_epoch = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
     return o, p
@@ -2320,12 +2321,12 @@ def _d_FetchRequest_16(buf, p):
     try:
         o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_11.unpack_from(buf, p)
         p += 21
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 16, p, 'null array in Topics')
         else:
@@ -2337,12 +2338,12 @@ def _d_FetchRequest_16(buf, p):
                 e, p = _d_FetchRequest_FetchTopic_16(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 16, p, 'null array in ForgottenTopicsData')
         else:
@@ -2354,12 +2355,12 @@ def _d_FetchRequest_16(buf, p):
                 e, p = _d_FetchRequest_ForgottenTopic_16(buf, p)
                 app(e)
             o.forgotten_topics_data = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 16, p, 'null string in RackId')
         else:
@@ -2368,50 +2369,50 @@ def _d_FetchRequest_16(buf, p):
                 raise DecodeError('FetchRequest', 16, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o.cluster_id = None
+                        else:
+                            q = p + n
+                            if q > len(buf):
+                                raise DecodeError('FetchRequest', 16, p, 'ClusterId runs past the frame')
+                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.replica_state, p = _d_FetchRequest_ReplicaState_16(buf, p)
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        o.cluster_id = None
-                    else:
-                        q = p + n
-                        if q > len(buf):
-                            raise DecodeError('FetchRequest', 16, p, 'ClusterId runs past the frame')
-                        o.cluster_id = str(buf[p:q], 'utf-8')
-                        p = q
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.replica_state, p = _d_FetchRequest_ReplicaState_16(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
     return o, p
@@ -2423,33 +2424,33 @@ def _d_FetchRequest_FetchPartition_17(buf, p):
     try:
         o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
         p += 32
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.replica_directory_id, = _S_10.unpack_from(buf, p)
-                    p += 16
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.replica_directory_id, = _S_10.unpack_from(buf, p)
+                        p += 16
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
     return o, p
@@ -2460,12 +2461,12 @@ def _d_FetchRequest_FetchTopic_17(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 17, p, 'null array in Partitions')
         else:
@@ -2477,26 +2478,26 @@ def _d_FetchRequest_FetchTopic_17(buf, p):
                 e, p = _d_FetchRequest_FetchPartition_17(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
     return o, p
@@ -2507,39 +2508,39 @@ def _d_FetchRequest_ForgottenTopic_17(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 17, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 17, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
     return o, p
@@ -2549,26 +2550,26 @@ def _d_FetchRequest_ReplicaState_17(buf, p):
     try:
         o.replica_id, o.replica_epoch = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
     return o, p
@@ -2581,12 +2582,12 @@ def _d_FetchRequest_17(buf, p):
     try:
         o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_11.unpack_from(buf, p)
         p += 21
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 17, p, 'null array in Topics')
         else:
@@ -2598,12 +2599,12 @@ def _d_FetchRequest_17(buf, p):
                 e, p = _d_FetchRequest_FetchTopic_17(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 17, p, 'null array in ForgottenTopicsData')
         else:
@@ -2615,12 +2616,12 @@ def _d_FetchRequest_17(buf, p):
                 e, p = _d_FetchRequest_ForgottenTopic_17(buf, p)
                 app(e)
             o.forgotten_topics_data = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 17, p, 'null string in RackId')
         else:
@@ -2629,50 +2630,50 @@ def _d_FetchRequest_17(buf, p):
                 raise DecodeError('FetchRequest', 17, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o.cluster_id = None
+                        else:
+                            q = p + n
+                            if q > len(buf):
+                                raise DecodeError('FetchRequest', 17, p, 'ClusterId runs past the frame')
+                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.replica_state, p = _d_FetchRequest_ReplicaState_17(buf, p)
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        o.cluster_id = None
-                    else:
-                        q = p + n
-                        if q > len(buf):
-                            raise DecodeError('FetchRequest', 17, p, 'ClusterId runs past the frame')
-                        o.cluster_id = str(buf[p:q], 'utf-8')
-                        p = q
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.replica_state, p = _d_FetchRequest_ReplicaState_17(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
     return o, p
@@ -2684,39 +2685,39 @@ def _d_FetchRequest_FetchPartition_18(buf, p):
     try:
         o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
         p += 32
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.replica_directory_id, = _S_10.unpack_from(buf, p)
-                    p += 16
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.high_watermark, = _S_13.unpack_from(buf, p)
-                    p += 8
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.replica_directory_id, = _S_10.unpack_from(buf, p)
+                        p += 16
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.high_watermark, = _S_13.unpack_from(buf, p)
+                        p += 8
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
     return o, p
@@ -2727,12 +2728,12 @@ def _d_FetchRequest_FetchTopic_18(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 18, p, 'null array in Partitions')
         else:
@@ -2744,26 +2745,26 @@ def _d_FetchRequest_FetchTopic_18(buf, p):
                 e, p = _d_FetchRequest_FetchPartition_18(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
     return o, p
@@ -2774,39 +2775,39 @@ def _d_FetchRequest_ForgottenTopic_18(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 18, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('FetchRequest', 18, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
     return o, p
@@ -2816,26 +2817,26 @@ def _d_FetchRequest_ReplicaState_18(buf, p):
     try:
         o.replica_id, o.replica_epoch = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
     return o, p
@@ -2848,12 +2849,12 @@ def _d_FetchRequest_18(buf, p):
     try:
         o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_11.unpack_from(buf, p)
         p += 21
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 18, p, 'null array in Topics')
         else:
@@ -2865,12 +2866,12 @@ def _d_FetchRequest_18(buf, p):
                 e, p = _d_FetchRequest_FetchTopic_18(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 18, p, 'null array in ForgottenTopicsData')
         else:
@@ -2882,12 +2883,12 @@ def _d_FetchRequest_18(buf, p):
                 e, p = _d_FetchRequest_ForgottenTopic_18(buf, p)
                 app(e)
             o.forgotten_topics_data = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchRequest', 18, p, 'null string in RackId')
         else:
@@ -2896,50 +2897,50 @@ def _d_FetchRequest_18(buf, p):
                 raise DecodeError('FetchRequest', 18, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o.cluster_id = None
+                        else:
+                            q = p + n
+                            if q > len(buf):
+                                raise DecodeError('FetchRequest', 18, p, 'ClusterId runs past the frame')
+                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.replica_state, p = _d_FetchRequest_ReplicaState_18(buf, p)
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        o.cluster_id = None
-                    else:
-                        q = p + n
-                        if q > len(buf):
-                            raise DecodeError('FetchRequest', 18, p, 'ClusterId runs past the frame')
-                        o.cluster_id = str(buf[p:q], 'utf-8')
-                        p = q
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.replica_state, p = _d_FetchRequest_ReplicaState_18(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
     return o, p
@@ -3289,7 +3290,7 @@ def _e_FetchRequest_15(o, b, h):
             t += s
         tg.append((0, t))
     x = o.replica_state
-    if x is not None and x != _FetchRequest_ReplicaState():
+    if x is not None and _nd_FetchRequest_ReplicaState(x):
         t = bytearray()
         _e_FetchRequest_ReplicaState_15(x, t, h)
         tg.append((1, t))
@@ -3372,7 +3373,7 @@ def _e_FetchRequest_17(o, b, h):
             t += s
         tg.append((0, t))
     x = o.replica_state
-    if x is not None and x != _FetchRequest_ReplicaState():
+    if x is not None and _nd_FetchRequest_ReplicaState(x):
         t = bytearray()
         _e_FetchRequest_ReplicaState_15(x, t, h)
         tg.append((1, t))
@@ -3460,7 +3461,7 @@ def _e_FetchRequest_18(o, b, h):
             t += s
         tg.append((0, t))
     x = o.replica_state
-    if x is not None and x != _FetchRequest_ReplicaState():
+    if x is not None and _nd_FetchRequest_ReplicaState(x):
         t = bytearray()
         _e_FetchRequest_ReplicaState_15(x, t, h)
         tg.append((1, t))
@@ -3468,6 +3469,11 @@ def _e_FetchRequest_18(o, b, h):
         tg.extend(u)
         tg.sort(key=_first)
     _write_tags(b, tg)
+
+def _nd_FetchRequest_ReplicaState(x):
+    return ((x.replica_id != -1)
+            or (x.replica_epoch != -1)
+            or bool(x.unknown_tags))
 
 FetchRequest._DEC = {0: _d_FetchRequest_0, 1: _d_FetchRequest_1, 2: _d_FetchRequest_2, 3: _d_FetchRequest_3, 4: _d_FetchRequest_4, 5: _d_FetchRequest_5, 6: _d_FetchRequest_6, 7: _d_FetchRequest_7, 8: _d_FetchRequest_8, 9: _d_FetchRequest_9, 10: _d_FetchRequest_10, 11: _d_FetchRequest_11, 12: _d_FetchRequest_12, 13: _d_FetchRequest_13, 14: _d_FetchRequest_14, 15: _d_FetchRequest_15, 16: _d_FetchRequest_16, 17: _d_FetchRequest_17, 18: _d_FetchRequest_18}
 FetchRequest._ENC = {0: _e_FetchRequest_0, 1: _e_FetchRequest_0, 2: _e_FetchRequest_0, 3: _e_FetchRequest_3, 4: _e_FetchRequest_4, 5: _e_FetchRequest_5, 6: _e_FetchRequest_5, 7: _e_FetchRequest_7, 8: _e_FetchRequest_7, 9: _e_FetchRequest_9, 10: _e_FetchRequest_9, 11: _e_FetchRequest_11, 12: _e_FetchRequest_12, 13: _e_FetchRequest_13, 14: _e_FetchRequest_13, 15: _e_FetchRequest_15, 16: _e_FetchRequest_15, 17: _e_FetchRequest_17, 18: _e_FetchRequest_18}
@@ -4764,26 +4770,26 @@ def _d_FetchResponse_AbortedTransaction_12(buf, p):
     try:
         o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
     return o, p
@@ -4793,26 +4799,26 @@ def _d_FetchResponse_EpochEndOffset_12(buf, p):
     try:
         o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
     return o, p
@@ -4822,26 +4828,26 @@ def _d_FetchResponse_LeaderIdAndEpoch_12(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
     return o, p
@@ -4851,26 +4857,26 @@ def _d_FetchResponse_SnapshotId_12(buf, p):
     try:
         o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
     return o, p
@@ -4883,12 +4889,12 @@ def _d_FetchResponse_PartitionData_12(buf, p):
     try:
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.aborted_transactions = None
         else:
@@ -4902,12 +4908,12 @@ def _d_FetchResponse_PartitionData_12(buf, p):
             o.aborted_transactions = lst
         o.preferred_read_replica, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -4916,42 +4922,42 @@ def _d_FetchResponse_PartitionData_12(buf, p):
                 raise DecodeError('FetchResponse', 12, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_12(buf, p)
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_12(buf, p)
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.snapshot_id, p = _d_FetchResponse_SnapshotId_12(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_12(buf, p)
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_12(buf, p)
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_12(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
     return o, p
@@ -4960,12 +4966,12 @@ def _d_FetchResponse_FetchableTopicResponse_12(buf, p):
     o = new(_FetchResponse_FetchableTopicResponse)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 12, p, 'null string in Topic')
         else:
@@ -4974,12 +4980,12 @@ def _d_FetchResponse_FetchableTopicResponse_12(buf, p):
                 raise DecodeError('FetchResponse', 12, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 12, p, 'null array in Partitions')
         else:
@@ -4991,26 +4997,26 @@ def _d_FetchResponse_FetchableTopicResponse_12(buf, p):
                 e, p = _d_FetchResponse_PartitionData_12(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
     return o, p
@@ -5021,12 +5027,12 @@ def _d_FetchResponse_12(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 12, p, 'null array in Responses')
         else:
@@ -5038,26 +5044,26 @@ def _d_FetchResponse_12(buf, p):
                 e, p = _d_FetchResponse_FetchableTopicResponse_12(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
     return o, p
@@ -5067,26 +5073,26 @@ def _d_FetchResponse_AbortedTransaction_13(buf, p):
     try:
         o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
     return o, p
@@ -5096,26 +5102,26 @@ def _d_FetchResponse_EpochEndOffset_13(buf, p):
     try:
         o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
     return o, p
@@ -5125,26 +5131,26 @@ def _d_FetchResponse_LeaderIdAndEpoch_13(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
     return o, p
@@ -5154,26 +5160,26 @@ def _d_FetchResponse_SnapshotId_13(buf, p):
     try:
         o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
     return o, p
@@ -5186,12 +5192,12 @@ def _d_FetchResponse_PartitionData_13(buf, p):
     try:
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.aborted_transactions = None
         else:
@@ -5205,12 +5211,12 @@ def _d_FetchResponse_PartitionData_13(buf, p):
             o.aborted_transactions = lst
         o.preferred_read_replica, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -5219,42 +5225,42 @@ def _d_FetchResponse_PartitionData_13(buf, p):
                 raise DecodeError('FetchResponse', 13, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_13(buf, p)
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_13(buf, p)
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.snapshot_id, p = _d_FetchResponse_SnapshotId_13(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_13(buf, p)
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_13(buf, p)
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_13(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
     return o, p
@@ -5265,12 +5271,12 @@ def _d_FetchResponse_FetchableTopicResponse_13(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 13, p, 'null array in Partitions')
         else:
@@ -5282,26 +5288,26 @@ def _d_FetchResponse_FetchableTopicResponse_13(buf, p):
                 e, p = _d_FetchResponse_PartitionData_13(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
     return o, p
@@ -5312,12 +5318,12 @@ def _d_FetchResponse_13(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 13, p, 'null array in Responses')
         else:
@@ -5329,26 +5335,26 @@ def _d_FetchResponse_13(buf, p):
                 e, p = _d_FetchResponse_FetchableTopicResponse_13(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
     return o, p
@@ -5358,26 +5364,26 @@ def _d_FetchResponse_AbortedTransaction_14(buf, p):
     try:
         o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
     return o, p
@@ -5387,26 +5393,26 @@ def _d_FetchResponse_EpochEndOffset_14(buf, p):
     try:
         o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
     return o, p
@@ -5416,26 +5422,26 @@ def _d_FetchResponse_LeaderIdAndEpoch_14(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
     return o, p
@@ -5445,26 +5451,26 @@ def _d_FetchResponse_SnapshotId_14(buf, p):
     try:
         o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
     return o, p
@@ -5477,12 +5483,12 @@ def _d_FetchResponse_PartitionData_14(buf, p):
     try:
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.aborted_transactions = None
         else:
@@ -5496,12 +5502,12 @@ def _d_FetchResponse_PartitionData_14(buf, p):
             o.aborted_transactions = lst
         o.preferred_read_replica, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -5510,42 +5516,42 @@ def _d_FetchResponse_PartitionData_14(buf, p):
                 raise DecodeError('FetchResponse', 14, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_14(buf, p)
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_14(buf, p)
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.snapshot_id, p = _d_FetchResponse_SnapshotId_14(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_14(buf, p)
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_14(buf, p)
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_14(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
     return o, p
@@ -5556,12 +5562,12 @@ def _d_FetchResponse_FetchableTopicResponse_14(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 14, p, 'null array in Partitions')
         else:
@@ -5573,26 +5579,26 @@ def _d_FetchResponse_FetchableTopicResponse_14(buf, p):
                 e, p = _d_FetchResponse_PartitionData_14(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
     return o, p
@@ -5603,12 +5609,12 @@ def _d_FetchResponse_14(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 14, p, 'null array in Responses')
         else:
@@ -5620,26 +5626,26 @@ def _d_FetchResponse_14(buf, p):
                 e, p = _d_FetchResponse_FetchableTopicResponse_14(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
     return o, p
@@ -5649,26 +5655,26 @@ def _d_FetchResponse_AbortedTransaction_15(buf, p):
     try:
         o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
     return o, p
@@ -5678,26 +5684,26 @@ def _d_FetchResponse_EpochEndOffset_15(buf, p):
     try:
         o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
     return o, p
@@ -5707,26 +5713,26 @@ def _d_FetchResponse_LeaderIdAndEpoch_15(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
     return o, p
@@ -5736,26 +5742,26 @@ def _d_FetchResponse_SnapshotId_15(buf, p):
     try:
         o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
     return o, p
@@ -5768,12 +5774,12 @@ def _d_FetchResponse_PartitionData_15(buf, p):
     try:
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.aborted_transactions = None
         else:
@@ -5787,12 +5793,12 @@ def _d_FetchResponse_PartitionData_15(buf, p):
             o.aborted_transactions = lst
         o.preferred_read_replica, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -5801,42 +5807,42 @@ def _d_FetchResponse_PartitionData_15(buf, p):
                 raise DecodeError('FetchResponse', 15, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_15(buf, p)
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_15(buf, p)
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.snapshot_id, p = _d_FetchResponse_SnapshotId_15(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_15(buf, p)
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_15(buf, p)
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_15(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
     return o, p
@@ -5847,12 +5853,12 @@ def _d_FetchResponse_FetchableTopicResponse_15(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 15, p, 'null array in Partitions')
         else:
@@ -5864,26 +5870,26 @@ def _d_FetchResponse_FetchableTopicResponse_15(buf, p):
                 e, p = _d_FetchResponse_PartitionData_15(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
     return o, p
@@ -5894,12 +5900,12 @@ def _d_FetchResponse_15(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 15, p, 'null array in Responses')
         else:
@@ -5911,26 +5917,26 @@ def _d_FetchResponse_15(buf, p):
                 e, p = _d_FetchResponse_FetchableTopicResponse_15(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
     return o, p
@@ -5940,26 +5946,26 @@ def _d_FetchResponse_AbortedTransaction_16(buf, p):
     try:
         o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
     return o, p
@@ -5969,26 +5975,26 @@ def _d_FetchResponse_EpochEndOffset_16(buf, p):
     try:
         o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
     return o, p
@@ -5998,26 +6004,26 @@ def _d_FetchResponse_LeaderIdAndEpoch_16(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
     return o, p
@@ -6027,26 +6033,26 @@ def _d_FetchResponse_SnapshotId_16(buf, p):
     try:
         o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
     return o, p
@@ -6059,12 +6065,12 @@ def _d_FetchResponse_PartitionData_16(buf, p):
     try:
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.aborted_transactions = None
         else:
@@ -6078,12 +6084,12 @@ def _d_FetchResponse_PartitionData_16(buf, p):
             o.aborted_transactions = lst
         o.preferred_read_replica, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -6092,42 +6098,42 @@ def _d_FetchResponse_PartitionData_16(buf, p):
                 raise DecodeError('FetchResponse', 16, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_16(buf, p)
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_16(buf, p)
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.snapshot_id, p = _d_FetchResponse_SnapshotId_16(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_16(buf, p)
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_16(buf, p)
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_16(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
     return o, p
@@ -6138,12 +6144,12 @@ def _d_FetchResponse_FetchableTopicResponse_16(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 16, p, 'null array in Partitions')
         else:
@@ -6155,26 +6161,26 @@ def _d_FetchResponse_FetchableTopicResponse_16(buf, p):
                 e, p = _d_FetchResponse_PartitionData_16(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
     return o, p
@@ -6184,12 +6190,12 @@ def _d_FetchResponse_NodeEndpoint_16(buf, p):
     try:
         o.node_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 16, p, 'null string in Host')
         else:
@@ -6200,12 +6206,12 @@ def _d_FetchResponse_NodeEndpoint_16(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -6214,26 +6220,26 @@ def _d_FetchResponse_NodeEndpoint_16(buf, p):
                 raise DecodeError('FetchResponse', 16, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
     return o, p
@@ -6244,12 +6250,12 @@ def _d_FetchResponse_16(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 16, p, 'null array in Responses')
         else:
@@ -6261,48 +6267,48 @@ def _d_FetchResponse_16(buf, p):
                 e, p = _d_FetchResponse_FetchableTopicResponse_16(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('FetchResponse', 16, p, 'null array in NodeEndpoints')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('FetchResponse', 16, p, 'array NodeEndpoints longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_FetchResponse_NodeEndpoint_16(buf, p)
+                                app(e)
+                            o.node_endpoints = lst
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('FetchResponse', 16, p, 'null array in NodeEndpoints')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('FetchResponse', 16, p, 'array NodeEndpoints longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_FetchResponse_NodeEndpoint_16(buf, p)
-                            app(e)
-                        o.node_endpoints = lst
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
     return o, p
@@ -6312,26 +6318,26 @@ def _d_FetchResponse_AbortedTransaction_17(buf, p):
     try:
         o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
     return o, p
@@ -6341,26 +6347,26 @@ def _d_FetchResponse_EpochEndOffset_17(buf, p):
     try:
         o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
     return o, p
@@ -6370,26 +6376,26 @@ def _d_FetchResponse_LeaderIdAndEpoch_17(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
     return o, p
@@ -6399,26 +6405,26 @@ def _d_FetchResponse_SnapshotId_17(buf, p):
     try:
         o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
     return o, p
@@ -6431,12 +6437,12 @@ def _d_FetchResponse_PartitionData_17(buf, p):
     try:
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.aborted_transactions = None
         else:
@@ -6450,12 +6456,12 @@ def _d_FetchResponse_PartitionData_17(buf, p):
             o.aborted_transactions = lst
         o.preferred_read_replica, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -6464,42 +6470,42 @@ def _d_FetchResponse_PartitionData_17(buf, p):
                 raise DecodeError('FetchResponse', 17, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_17(buf, p)
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_17(buf, p)
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.snapshot_id, p = _d_FetchResponse_SnapshotId_17(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_17(buf, p)
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_17(buf, p)
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_17(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
     return o, p
@@ -6510,12 +6516,12 @@ def _d_FetchResponse_FetchableTopicResponse_17(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 17, p, 'null array in Partitions')
         else:
@@ -6527,26 +6533,26 @@ def _d_FetchResponse_FetchableTopicResponse_17(buf, p):
                 e, p = _d_FetchResponse_PartitionData_17(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
     return o, p
@@ -6556,12 +6562,12 @@ def _d_FetchResponse_NodeEndpoint_17(buf, p):
     try:
         o.node_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 17, p, 'null string in Host')
         else:
@@ -6572,12 +6578,12 @@ def _d_FetchResponse_NodeEndpoint_17(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -6586,26 +6592,26 @@ def _d_FetchResponse_NodeEndpoint_17(buf, p):
                 raise DecodeError('FetchResponse', 17, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
     return o, p
@@ -6616,12 +6622,12 @@ def _d_FetchResponse_17(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 17, p, 'null array in Responses')
         else:
@@ -6633,48 +6639,48 @@ def _d_FetchResponse_17(buf, p):
                 e, p = _d_FetchResponse_FetchableTopicResponse_17(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('FetchResponse', 17, p, 'null array in NodeEndpoints')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('FetchResponse', 17, p, 'array NodeEndpoints longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_FetchResponse_NodeEndpoint_17(buf, p)
+                                app(e)
+                            o.node_endpoints = lst
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('FetchResponse', 17, p, 'null array in NodeEndpoints')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('FetchResponse', 17, p, 'array NodeEndpoints longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_FetchResponse_NodeEndpoint_17(buf, p)
-                            app(e)
-                        o.node_endpoints = lst
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
     return o, p
@@ -6684,26 +6690,26 @@ def _d_FetchResponse_AbortedTransaction_18(buf, p):
     try:
         o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
     return o, p
@@ -6713,26 +6719,26 @@ def _d_FetchResponse_EpochEndOffset_18(buf, p):
     try:
         o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
     return o, p
@@ -6742,26 +6748,26 @@ def _d_FetchResponse_LeaderIdAndEpoch_18(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
     return o, p
@@ -6771,26 +6777,26 @@ def _d_FetchResponse_SnapshotId_18(buf, p):
     try:
         o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
     return o, p
@@ -6803,12 +6809,12 @@ def _d_FetchResponse_PartitionData_18(buf, p):
     try:
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.aborted_transactions = None
         else:
@@ -6822,12 +6828,12 @@ def _d_FetchResponse_PartitionData_18(buf, p):
             o.aborted_transactions = lst
         o.preferred_read_replica, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -6836,42 +6842,42 @@ def _d_FetchResponse_PartitionData_18(buf, p):
                 raise DecodeError('FetchResponse', 18, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_18(buf, p)
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_18(buf, p)
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.snapshot_id, p = _d_FetchResponse_SnapshotId_18(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_18(buf, p)
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_18(buf, p)
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_18(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
     return o, p
@@ -6882,12 +6888,12 @@ def _d_FetchResponse_FetchableTopicResponse_18(buf, p):
     try:
         o.topic_id, = _S_10.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 18, p, 'null array in Partitions')
         else:
@@ -6899,26 +6905,26 @@ def _d_FetchResponse_FetchableTopicResponse_18(buf, p):
                 e, p = _d_FetchResponse_PartitionData_18(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
     return o, p
@@ -6928,12 +6934,12 @@ def _d_FetchResponse_NodeEndpoint_18(buf, p):
     try:
         o.node_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 18, p, 'null string in Host')
         else:
@@ -6944,12 +6950,12 @@ def _d_FetchResponse_NodeEndpoint_18(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -6958,26 +6964,26 @@ def _d_FetchResponse_NodeEndpoint_18(buf, p):
                 raise DecodeError('FetchResponse', 18, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
     return o, p
@@ -6988,12 +6994,12 @@ def _d_FetchResponse_18(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('FetchResponse', 18, p, 'null array in Responses')
         else:
@@ -7005,48 +7011,48 @@ def _d_FetchResponse_18(buf, p):
                 e, p = _d_FetchResponse_FetchableTopicResponse_18(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('FetchResponse', 18, p, 'null array in NodeEndpoints')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('FetchResponse', 18, p, 'array NodeEndpoints longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_FetchResponse_NodeEndpoint_18(buf, p)
+                                app(e)
+                            o.node_endpoints = lst
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('FetchResponse', 18, p, 'null array in NodeEndpoints')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('FetchResponse', 18, p, 'array NodeEndpoints longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_FetchResponse_NodeEndpoint_18(buf, p)
-                            app(e)
-                        o.node_endpoints = lst
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
     return o, p
@@ -7267,17 +7273,17 @@ def _e_FetchResponse_PartitionData_12(o, b, h):
     u = o.unknown_tags
     tg = []
     x = o.diverging_epoch
-    if x is not None and x != _FetchResponse_EpochEndOffset():
+    if x is not None and _nd_FetchResponse_EpochEndOffset(x):
         t = bytearray()
         _e_FetchResponse_EpochEndOffset_12(x, t, h)
         tg.append((0, t))
     x = o.current_leader
-    if x is not None and x != _FetchResponse_LeaderIdAndEpoch():
+    if x is not None and _nd_FetchResponse_LeaderIdAndEpoch(x):
         t = bytearray()
         _e_FetchResponse_LeaderIdAndEpoch_12(x, t, h)
         tg.append((1, t))
     x = o.snapshot_id
-    if x is not None and x != _FetchResponse_SnapshotId():
+    if x is not None and _nd_FetchResponse_SnapshotId(x):
         t = bytearray()
         _e_FetchResponse_SnapshotId_12(x, t, h)
         tg.append((2, t))
@@ -7413,6 +7419,21 @@ def _e_FetchResponse_16(o, b, h):
         tg.extend(u)
         tg.sort(key=_first)
     _write_tags(b, tg)
+
+def _nd_FetchResponse_EpochEndOffset(x):
+    return ((x.epoch != -1)
+            or (x.end_offset != -1)
+            or bool(x.unknown_tags))
+
+def _nd_FetchResponse_LeaderIdAndEpoch(x):
+    return ((x.leader_id != -1)
+            or (x.leader_epoch != -1)
+            or bool(x.unknown_tags))
+
+def _nd_FetchResponse_SnapshotId(x):
+    return ((x.end_offset != -1)
+            or (x.epoch != -1)
+            or bool(x.unknown_tags))
 
 FetchResponse._DEC = {0: _d_FetchResponse_0, 1: _d_FetchResponse_1, 2: _d_FetchResponse_2, 3: _d_FetchResponse_3, 4: _d_FetchResponse_4, 5: _d_FetchResponse_5, 6: _d_FetchResponse_6, 7: _d_FetchResponse_7, 8: _d_FetchResponse_8, 9: _d_FetchResponse_9, 10: _d_FetchResponse_10, 11: _d_FetchResponse_11, 12: _d_FetchResponse_12, 13: _d_FetchResponse_13, 14: _d_FetchResponse_14, 15: _d_FetchResponse_15, 16: _d_FetchResponse_16, 17: _d_FetchResponse_17, 18: _d_FetchResponse_18}
 FetchResponse._ENC = {0: _e_FetchResponse_0, 1: _e_FetchResponse_1, 2: _e_FetchResponse_1, 3: _e_FetchResponse_1, 4: _e_FetchResponse_4, 5: _e_FetchResponse_5, 6: _e_FetchResponse_5, 7: _e_FetchResponse_7, 8: _e_FetchResponse_7, 9: _e_FetchResponse_7, 10: _e_FetchResponse_7, 11: _e_FetchResponse_11, 12: _e_FetchResponse_12, 13: _e_FetchResponse_13, 14: _e_FetchResponse_13, 15: _e_FetchResponse_13, 16: _e_FetchResponse_16, 17: _e_FetchResponse_16, 18: _e_FetchResponse_16}

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>16s')
@@ -39,26 +40,26 @@ def _d_GetTelemetrySubscriptionsRequest_0(buf, p):
     try:
         o.client_instance_id, = _S_0.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('GetTelemetrySubscriptionsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('GetTelemetrySubscriptionsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('GetTelemetrySubscriptionsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('GetTelemetrySubscriptionsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('GetTelemetrySubscriptionsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -103,27 +104,27 @@ def _d_GetTelemetrySubscriptionsResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id = _S_1.unpack_from(buf, p)
         p += 26
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'null array in AcceptedCompressionTypes')
         else:
             if n * 1 > len(buf) - p:
                 raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'array AcceptedCompressionTypes longer than the frame')
-            o.accepted_compression_types = list(_unpack_from('>%db' % n, buf, p))
+            o.accepted_compression_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
             p += n * 1
         o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S_2.unpack_from(buf, p)
         p += 9
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'null array in RequestedMetrics')
         else:
@@ -132,12 +133,12 @@ def _d_GetTelemetrySubscriptionsResponse_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'null string in RequestedMetrics')
                 else:
@@ -148,26 +149,26 @@ def _d_GetTelemetrySubscriptionsResponse_0(buf, p):
                     p = q
                 app(e)
             o.requested_metrics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -151,12 +152,12 @@ def _d_IncrementalAlterConfigsRequest_0(buf, p):
 def _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf, p):
     o = new(_IncrementalAlterConfigsRequest_AlterableConfig)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null string in Name')
         else:
@@ -167,12 +168,12 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf, p):
             p = q
         o.config_operation, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.value = None
         else:
@@ -181,26 +182,26 @@ def _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf, p):
                 raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'Value runs past the frame')
             o.value = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -210,12 +211,12 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf, p):
     try:
         o.resource_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null string in ResourceName')
         else:
@@ -224,12 +225,12 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf, p):
                 raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'ResourceName runs past the frame')
             o.resource_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null array in Configs')
         else:
@@ -241,26 +242,26 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf, p):
                 e, p = _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf, p)
                 app(e)
             o.configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -268,12 +269,12 @@ def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf, p):
 def _d_IncrementalAlterConfigsRequest_1(buf, p):
     o = new(IncrementalAlterConfigsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null array in Resources')
         else:
@@ -287,26 +288,26 @@ def _d_IncrementalAlterConfigsRequest_1(buf, p):
             o.resources = lst
         o.validate_only, = _S_3.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -504,12 +505,12 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -520,12 +521,12 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf, p):
             p = q
         o.resource_type, = _S_1.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'null string in ResourceName')
         else:
@@ -534,26 +535,26 @@ def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf, p):
                 raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'ResourceName runs past the frame')
             o.resource_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsResponse', 1, p, _reason(e)) from None
     return o, p
@@ -563,12 +564,12 @@ def _d_IncrementalAlterConfigsResponse_1(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'null array in Responses')
         else:
@@ -580,26 +581,26 @@ def _d_IncrementalAlterConfigsResponse_1(buf, p):
                 e, p = _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsResponse', 1, p, _reason(e)) from None
     return o, p

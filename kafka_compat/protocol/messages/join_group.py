@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -567,12 +568,12 @@ def _d_JoinGroupRequest_5(buf, p):
 def _d_JoinGroupRequest_JoinGroupRequestProtocol_6(buf, p):
     o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 6, p, 'null string in Name')
         else:
@@ -581,12 +582,12 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_6(buf, p):
                 raise DecodeError('JoinGroupRequest', 6, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 6, p, 'null bytes in Metadata')
         else:
@@ -595,26 +596,26 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_6(buf, p):
                 raise DecodeError('JoinGroupRequest', 6, p, 'Metadata runs past the frame')
             o.metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 6, p, _reason(e)) from None
     return o, p
@@ -623,12 +624,12 @@ def _d_JoinGroupRequest_6(buf, p):
     o = new(JoinGroupRequest)
     o.reason = None
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 6, p, 'null string in GroupId')
         else:
@@ -639,12 +640,12 @@ def _d_JoinGroupRequest_6(buf, p):
             p = q
         o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 6, p, 'null string in MemberId')
         else:
@@ -653,12 +654,12 @@ def _d_JoinGroupRequest_6(buf, p):
                 raise DecodeError('JoinGroupRequest', 6, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -667,12 +668,12 @@ def _d_JoinGroupRequest_6(buf, p):
                 raise DecodeError('JoinGroupRequest', 6, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 6, p, 'null string in ProtocolType')
         else:
@@ -681,12 +682,12 @@ def _d_JoinGroupRequest_6(buf, p):
                 raise DecodeError('JoinGroupRequest', 6, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 6, p, 'null array in Protocols')
         else:
@@ -698,26 +699,26 @@ def _d_JoinGroupRequest_6(buf, p):
                 e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_6(buf, p)
                 app(e)
             o.protocols = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 6, p, _reason(e)) from None
     return o, p
@@ -725,12 +726,12 @@ def _d_JoinGroupRequest_6(buf, p):
 def _d_JoinGroupRequest_JoinGroupRequestProtocol_7(buf, p):
     o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 7, p, 'null string in Name')
         else:
@@ -739,12 +740,12 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_7(buf, p):
                 raise DecodeError('JoinGroupRequest', 7, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 7, p, 'null bytes in Metadata')
         else:
@@ -753,26 +754,26 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_7(buf, p):
                 raise DecodeError('JoinGroupRequest', 7, p, 'Metadata runs past the frame')
             o.metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 7, p, _reason(e)) from None
     return o, p
@@ -781,12 +782,12 @@ def _d_JoinGroupRequest_7(buf, p):
     o = new(JoinGroupRequest)
     o.reason = None
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 7, p, 'null string in GroupId')
         else:
@@ -797,12 +798,12 @@ def _d_JoinGroupRequest_7(buf, p):
             p = q
         o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 7, p, 'null string in MemberId')
         else:
@@ -811,12 +812,12 @@ def _d_JoinGroupRequest_7(buf, p):
                 raise DecodeError('JoinGroupRequest', 7, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -825,12 +826,12 @@ def _d_JoinGroupRequest_7(buf, p):
                 raise DecodeError('JoinGroupRequest', 7, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 7, p, 'null string in ProtocolType')
         else:
@@ -839,12 +840,12 @@ def _d_JoinGroupRequest_7(buf, p):
                 raise DecodeError('JoinGroupRequest', 7, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 7, p, 'null array in Protocols')
         else:
@@ -856,26 +857,26 @@ def _d_JoinGroupRequest_7(buf, p):
                 e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_7(buf, p)
                 app(e)
             o.protocols = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 7, p, _reason(e)) from None
     return o, p
@@ -883,12 +884,12 @@ def _d_JoinGroupRequest_7(buf, p):
 def _d_JoinGroupRequest_JoinGroupRequestProtocol_8(buf, p):
     o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 8, p, 'null string in Name')
         else:
@@ -897,12 +898,12 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_8(buf, p):
                 raise DecodeError('JoinGroupRequest', 8, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 8, p, 'null bytes in Metadata')
         else:
@@ -911,26 +912,26 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_8(buf, p):
                 raise DecodeError('JoinGroupRequest', 8, p, 'Metadata runs past the frame')
             o.metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 8, p, _reason(e)) from None
     return o, p
@@ -938,12 +939,12 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_8(buf, p):
 def _d_JoinGroupRequest_8(buf, p):
     o = new(JoinGroupRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 8, p, 'null string in GroupId')
         else:
@@ -954,12 +955,12 @@ def _d_JoinGroupRequest_8(buf, p):
             p = q
         o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 8, p, 'null string in MemberId')
         else:
@@ -968,12 +969,12 @@ def _d_JoinGroupRequest_8(buf, p):
                 raise DecodeError('JoinGroupRequest', 8, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -982,12 +983,12 @@ def _d_JoinGroupRequest_8(buf, p):
                 raise DecodeError('JoinGroupRequest', 8, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 8, p, 'null string in ProtocolType')
         else:
@@ -996,12 +997,12 @@ def _d_JoinGroupRequest_8(buf, p):
                 raise DecodeError('JoinGroupRequest', 8, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 8, p, 'null array in Protocols')
         else:
@@ -1013,12 +1014,12 @@ def _d_JoinGroupRequest_8(buf, p):
                 e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_8(buf, p)
                 app(e)
             o.protocols = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.reason = None
         else:
@@ -1027,26 +1028,26 @@ def _d_JoinGroupRequest_8(buf, p):
                 raise DecodeError('JoinGroupRequest', 8, p, 'Reason runs past the frame')
             o.reason = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 8, p, _reason(e)) from None
     return o, p
@@ -1054,12 +1055,12 @@ def _d_JoinGroupRequest_8(buf, p):
 def _d_JoinGroupRequest_JoinGroupRequestProtocol_9(buf, p):
     o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 9, p, 'null string in Name')
         else:
@@ -1068,12 +1069,12 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_9(buf, p):
                 raise DecodeError('JoinGroupRequest', 9, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 9, p, 'null bytes in Metadata')
         else:
@@ -1082,26 +1083,26 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_9(buf, p):
                 raise DecodeError('JoinGroupRequest', 9, p, 'Metadata runs past the frame')
             o.metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 9, p, _reason(e)) from None
     return o, p
@@ -1109,12 +1110,12 @@ def _d_JoinGroupRequest_JoinGroupRequestProtocol_9(buf, p):
 def _d_JoinGroupRequest_9(buf, p):
     o = new(JoinGroupRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 9, p, 'null string in GroupId')
         else:
@@ -1125,12 +1126,12 @@ def _d_JoinGroupRequest_9(buf, p):
             p = q
         o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 9, p, 'null string in MemberId')
         else:
@@ -1139,12 +1140,12 @@ def _d_JoinGroupRequest_9(buf, p):
                 raise DecodeError('JoinGroupRequest', 9, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -1153,12 +1154,12 @@ def _d_JoinGroupRequest_9(buf, p):
                 raise DecodeError('JoinGroupRequest', 9, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 9, p, 'null string in ProtocolType')
         else:
@@ -1167,12 +1168,12 @@ def _d_JoinGroupRequest_9(buf, p):
                 raise DecodeError('JoinGroupRequest', 9, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupRequest', 9, p, 'null array in Protocols')
         else:
@@ -1184,12 +1185,12 @@ def _d_JoinGroupRequest_9(buf, p):
                 e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_9(buf, p)
                 app(e)
             o.protocols = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.reason = None
         else:
@@ -1198,26 +1199,26 @@ def _d_JoinGroupRequest_9(buf, p):
                 raise DecodeError('JoinGroupRequest', 9, p, 'Reason runs past the frame')
             o.reason = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 9, p, _reason(e)) from None
     return o, p
@@ -1988,12 +1989,12 @@ def _d_JoinGroupResponse_5(buf, p):
 def _d_JoinGroupResponse_JoinGroupResponseMember_6(buf, p):
     o = new(_JoinGroupResponse_JoinGroupResponseMember)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 6, p, 'null string in MemberId')
         else:
@@ -2002,12 +2003,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_6(buf, p):
                 raise DecodeError('JoinGroupResponse', 6, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -2016,12 +2017,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_6(buf, p):
                 raise DecodeError('JoinGroupResponse', 6, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 6, p, 'null bytes in Metadata')
         else:
@@ -2030,26 +2031,26 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_6(buf, p):
                 raise DecodeError('JoinGroupResponse', 6, p, 'Metadata runs past the frame')
             o.metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2061,12 +2062,12 @@ def _d_JoinGroupResponse_6(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 6, p, 'null string in ProtocolName')
         else:
@@ -2075,12 +2076,12 @@ def _d_JoinGroupResponse_6(buf, p):
                 raise DecodeError('JoinGroupResponse', 6, p, 'ProtocolName runs past the frame')
             o.protocol_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 6, p, 'null string in Leader')
         else:
@@ -2089,12 +2090,12 @@ def _d_JoinGroupResponse_6(buf, p):
                 raise DecodeError('JoinGroupResponse', 6, p, 'Leader runs past the frame')
             o.leader = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 6, p, 'null string in MemberId')
         else:
@@ -2103,12 +2104,12 @@ def _d_JoinGroupResponse_6(buf, p):
                 raise DecodeError('JoinGroupResponse', 6, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 6, p, 'null array in Members')
         else:
@@ -2120,26 +2121,26 @@ def _d_JoinGroupResponse_6(buf, p):
                 e, p = _d_JoinGroupResponse_JoinGroupResponseMember_6(buf, p)
                 app(e)
             o.members = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2147,12 +2148,12 @@ def _d_JoinGroupResponse_6(buf, p):
 def _d_JoinGroupResponse_JoinGroupResponseMember_7(buf, p):
     o = new(_JoinGroupResponse_JoinGroupResponseMember)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 7, p, 'null string in MemberId')
         else:
@@ -2161,12 +2162,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_7(buf, p):
                 raise DecodeError('JoinGroupResponse', 7, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -2175,12 +2176,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_7(buf, p):
                 raise DecodeError('JoinGroupResponse', 7, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 7, p, 'null bytes in Metadata')
         else:
@@ -2189,26 +2190,26 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_7(buf, p):
                 raise DecodeError('JoinGroupResponse', 7, p, 'Metadata runs past the frame')
             o.metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2219,12 +2220,12 @@ def _d_JoinGroupResponse_7(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_type = None
         else:
@@ -2233,12 +2234,12 @@ def _d_JoinGroupResponse_7(buf, p):
                 raise DecodeError('JoinGroupResponse', 7, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_name = None
         else:
@@ -2247,12 +2248,12 @@ def _d_JoinGroupResponse_7(buf, p):
                 raise DecodeError('JoinGroupResponse', 7, p, 'ProtocolName runs past the frame')
             o.protocol_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 7, p, 'null string in Leader')
         else:
@@ -2261,12 +2262,12 @@ def _d_JoinGroupResponse_7(buf, p):
                 raise DecodeError('JoinGroupResponse', 7, p, 'Leader runs past the frame')
             o.leader = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 7, p, 'null string in MemberId')
         else:
@@ -2275,12 +2276,12 @@ def _d_JoinGroupResponse_7(buf, p):
                 raise DecodeError('JoinGroupResponse', 7, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 7, p, 'null array in Members')
         else:
@@ -2292,26 +2293,26 @@ def _d_JoinGroupResponse_7(buf, p):
                 e, p = _d_JoinGroupResponse_JoinGroupResponseMember_7(buf, p)
                 app(e)
             o.members = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2319,12 +2320,12 @@ def _d_JoinGroupResponse_7(buf, p):
 def _d_JoinGroupResponse_JoinGroupResponseMember_8(buf, p):
     o = new(_JoinGroupResponse_JoinGroupResponseMember)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 8, p, 'null string in MemberId')
         else:
@@ -2333,12 +2334,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_8(buf, p):
                 raise DecodeError('JoinGroupResponse', 8, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -2347,12 +2348,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_8(buf, p):
                 raise DecodeError('JoinGroupResponse', 8, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 8, p, 'null bytes in Metadata')
         else:
@@ -2361,26 +2362,26 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_8(buf, p):
                 raise DecodeError('JoinGroupResponse', 8, p, 'Metadata runs past the frame')
             o.metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2391,12 +2392,12 @@ def _d_JoinGroupResponse_8(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_type = None
         else:
@@ -2405,12 +2406,12 @@ def _d_JoinGroupResponse_8(buf, p):
                 raise DecodeError('JoinGroupResponse', 8, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_name = None
         else:
@@ -2419,12 +2420,12 @@ def _d_JoinGroupResponse_8(buf, p):
                 raise DecodeError('JoinGroupResponse', 8, p, 'ProtocolName runs past the frame')
             o.protocol_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 8, p, 'null string in Leader')
         else:
@@ -2433,12 +2434,12 @@ def _d_JoinGroupResponse_8(buf, p):
                 raise DecodeError('JoinGroupResponse', 8, p, 'Leader runs past the frame')
             o.leader = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 8, p, 'null string in MemberId')
         else:
@@ -2447,12 +2448,12 @@ def _d_JoinGroupResponse_8(buf, p):
                 raise DecodeError('JoinGroupResponse', 8, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 8, p, 'null array in Members')
         else:
@@ -2464,26 +2465,26 @@ def _d_JoinGroupResponse_8(buf, p):
                 e, p = _d_JoinGroupResponse_JoinGroupResponseMember_8(buf, p)
                 app(e)
             o.members = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2491,12 +2492,12 @@ def _d_JoinGroupResponse_8(buf, p):
 def _d_JoinGroupResponse_JoinGroupResponseMember_9(buf, p):
     o = new(_JoinGroupResponse_JoinGroupResponseMember)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 9, p, 'null string in MemberId')
         else:
@@ -2505,12 +2506,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_9(buf, p):
                 raise DecodeError('JoinGroupResponse', 9, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -2519,12 +2520,12 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_9(buf, p):
                 raise DecodeError('JoinGroupResponse', 9, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 9, p, 'null bytes in Metadata')
         else:
@@ -2533,26 +2534,26 @@ def _d_JoinGroupResponse_JoinGroupResponseMember_9(buf, p):
                 raise DecodeError('JoinGroupResponse', 9, p, 'Metadata runs past the frame')
             o.metadata = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2562,12 +2563,12 @@ def _d_JoinGroupResponse_9(buf, p):
     try:
         o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
         p += 10
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_type = None
         else:
@@ -2576,12 +2577,12 @@ def _d_JoinGroupResponse_9(buf, p):
                 raise DecodeError('JoinGroupResponse', 9, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_name = None
         else:
@@ -2590,12 +2591,12 @@ def _d_JoinGroupResponse_9(buf, p):
                 raise DecodeError('JoinGroupResponse', 9, p, 'ProtocolName runs past the frame')
             o.protocol_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 9, p, 'null string in Leader')
         else:
@@ -2606,12 +2607,12 @@ def _d_JoinGroupResponse_9(buf, p):
             p = q
         o.skip_assignment, = _S_5.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 9, p, 'null string in MemberId')
         else:
@@ -2620,12 +2621,12 @@ def _d_JoinGroupResponse_9(buf, p):
                 raise DecodeError('JoinGroupResponse', 9, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('JoinGroupResponse', 9, p, 'null array in Members')
         else:
@@ -2637,26 +2638,26 @@ def _d_JoinGroupResponse_9(buf, p):
                 e, p = _d_JoinGroupResponse_JoinGroupResponseMember_9(buf, p)
                 app(e)
             o.members = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('JoinGroupResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('JoinGroupResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('JoinGroupResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('JoinGroupResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 9, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>ii')
@@ -123,7 +124,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 0, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.partition_epoch, = _S_1.unpack_from(buf, p)
         p += 4
@@ -134,7 +135,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 0, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -228,7 +229,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 1, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.partition_epoch, = _S_1.unpack_from(buf, p)
         p += 4
@@ -239,7 +240,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 1, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.is_new, = _S_4.unpack_from(buf, p)
         p += 1
@@ -326,7 +327,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 2, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.partition_epoch, = _S_1.unpack_from(buf, p)
         p += 4
@@ -337,7 +338,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 2, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.is_new, = _S_4.unpack_from(buf, p)
         p += 1
@@ -453,7 +454,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 3, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.partition_epoch, = _S_1.unpack_from(buf, p)
         p += 4
@@ -464,7 +465,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 3, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_1.unpack_from(buf, p)
         p += 4
@@ -473,7 +474,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 3, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_1.unpack_from(buf, p)
         p += 4
@@ -482,7 +483,7 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 3, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.is_new, = _S_4.unpack_from(buf, p)
         p += 1
@@ -591,82 +592,82 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, p):
     try:
         o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in Isr')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 4, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.partition_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in Replicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 4, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in AddingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 4, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in RemovingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 4, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.is_new, = _S_4.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 4, p, _reason(e)) from None
     return o, p
@@ -675,12 +676,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, p):
     o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null string in TopicName')
         else:
@@ -689,12 +690,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, p):
                 raise DecodeError('LeaderAndIsrRequest', 4, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in PartitionStates')
         else:
@@ -706,26 +707,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 4, p, _reason(e)) from None
     return o, p
@@ -735,12 +736,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_4(buf, p):
     try:
         o.broker_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null string in HostName')
         else:
@@ -751,26 +752,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_4(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 4, p, _reason(e)) from None
     return o, p
@@ -783,12 +784,12 @@ def _d_LeaderAndIsrRequest_4(buf, p):
     try:
         o.controller_id, o.controller_epoch, o.broker_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in TopicStates')
         else:
@@ -800,12 +801,12 @@ def _d_LeaderAndIsrRequest_4(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in LiveLeaders')
         else:
@@ -817,26 +818,26 @@ def _d_LeaderAndIsrRequest_4(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_4(buf, p)
                 app(e)
             o.live_leaders = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 4, p, _reason(e)) from None
     return o, p
@@ -848,82 +849,82 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf, p):
     try:
         o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in Isr')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 5, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.partition_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in Replicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 5, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in AddingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 5, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in RemovingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 5, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.is_new, = _S_4.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 5, p, _reason(e)) from None
     return o, p
@@ -931,12 +932,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf, p):
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_5(buf, p):
     o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null string in TopicName')
         else:
@@ -947,12 +948,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_5(buf, p):
             p = q
         o.topic_id, = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in PartitionStates')
         else:
@@ -964,26 +965,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_5(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 5, p, _reason(e)) from None
     return o, p
@@ -993,12 +994,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_5(buf, p):
     try:
         o.broker_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null string in HostName')
         else:
@@ -1009,26 +1010,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_5(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 5, p, _reason(e)) from None
     return o, p
@@ -1040,12 +1041,12 @@ def _d_LeaderAndIsrRequest_5(buf, p):
     try:
         o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S_6.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in TopicStates')
         else:
@@ -1057,12 +1058,12 @@ def _d_LeaderAndIsrRequest_5(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_5(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in LiveLeaders')
         else:
@@ -1074,26 +1075,26 @@ def _d_LeaderAndIsrRequest_5(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_5(buf, p)
                 app(e)
             o.live_leaders = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 5, p, _reason(e)) from None
     return o, p
@@ -1104,82 +1105,82 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(buf, p):
     try:
         o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in Isr')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 6, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.partition_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in Replicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 6, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in AddingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 6, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in RemovingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 6, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.is_new, o.leader_recovery_state = _S_8.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1187,12 +1188,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(buf, p):
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_6(buf, p):
     o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null string in TopicName')
         else:
@@ -1203,12 +1204,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_6(buf, p):
             p = q
         o.topic_id, = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in PartitionStates')
         else:
@@ -1220,26 +1221,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_6(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1249,12 +1250,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_6(buf, p):
     try:
         o.broker_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null string in HostName')
         else:
@@ -1265,26 +1266,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_6(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1296,12 +1297,12 @@ def _d_LeaderAndIsrRequest_6(buf, p):
     try:
         o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S_6.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in TopicStates')
         else:
@@ -1313,12 +1314,12 @@ def _d_LeaderAndIsrRequest_6(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_6(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in LiveLeaders')
         else:
@@ -1330,26 +1331,26 @@ def _d_LeaderAndIsrRequest_6(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_6(buf, p)
                 app(e)
             o.live_leaders = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1360,82 +1361,82 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_7(buf, p):
     try:
         o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in Isr')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 7, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.partition_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in Replicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 7, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in AddingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 7, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in RemovingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('LeaderAndIsrRequest', 7, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.is_new, o.leader_recovery_state = _S_8.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1443,12 +1444,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_7(buf, p):
 def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_7(buf, p):
     o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null string in TopicName')
         else:
@@ -1459,12 +1460,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_7(buf, p):
             p = q
         o.topic_id, = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in PartitionStates')
         else:
@@ -1476,26 +1477,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_7(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_7(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1505,12 +1506,12 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_7(buf, p):
     try:
         o.broker_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null string in HostName')
         else:
@@ -1521,26 +1522,26 @@ def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_7(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1551,12 +1552,12 @@ def _d_LeaderAndIsrRequest_7(buf, p):
     try:
         o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type = _S_9.unpack_from(buf, p)
         p += 18
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in TopicStates')
         else:
@@ -1568,12 +1569,12 @@ def _d_LeaderAndIsrRequest_7(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_7(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in LiveLeaders')
         else:
@@ -1585,26 +1586,26 @@ def _d_LeaderAndIsrRequest_7(buf, p):
                 e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_7(buf, p)
                 app(e)
             o.live_leaders = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 7, p, _reason(e)) from None
     return o, p
@@ -2223,12 +2224,12 @@ def _d_LeaderAndIsrResponse_3(buf, p):
 def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_4(buf, p):
     o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 4, p, 'null string in TopicName')
         else:
@@ -2239,26 +2240,26 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_4(buf, p):
             p = q
         o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 4, p, _reason(e)) from None
     return o, p
@@ -2269,12 +2270,12 @@ def _d_LeaderAndIsrResponse_4(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 4, p, 'null array in PartitionErrors')
         else:
@@ -2286,26 +2287,26 @@ def _d_LeaderAndIsrResponse_4(buf, p):
                 e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_4(buf, p)
                 app(e)
             o.partition_errors = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 4, p, _reason(e)) from None
     return o, p
@@ -2316,26 +2317,26 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_5(buf, p):
     try:
         o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 5, p, _reason(e)) from None
     return o, p
@@ -2345,12 +2346,12 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_5(buf, p):
     try:
         o.topic_id, = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 5, p, 'null array in PartitionErrors')
         else:
@@ -2362,26 +2363,26 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_5(buf, p):
                 e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_5(buf, p)
                 app(e)
             o.partition_errors = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 5, p, _reason(e)) from None
     return o, p
@@ -2392,12 +2393,12 @@ def _d_LeaderAndIsrResponse_5(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 5, p, 'null array in Topics')
         else:
@@ -2409,26 +2410,26 @@ def _d_LeaderAndIsrResponse_5(buf, p):
                 e, p = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_5(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 5, p, _reason(e)) from None
     return o, p
@@ -2439,26 +2440,26 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_6(buf, p):
     try:
         o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2468,12 +2469,12 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_6(buf, p):
     try:
         o.topic_id, = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 6, p, 'null array in PartitionErrors')
         else:
@@ -2485,26 +2486,26 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_6(buf, p):
                 e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_6(buf, p)
                 app(e)
             o.partition_errors = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2515,12 +2516,12 @@ def _d_LeaderAndIsrResponse_6(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 6, p, 'null array in Topics')
         else:
@@ -2532,26 +2533,26 @@ def _d_LeaderAndIsrResponse_6(buf, p):
                 e, p = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_6(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2562,26 +2563,26 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_7(buf, p):
     try:
         o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2591,12 +2592,12 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_7(buf, p):
     try:
         o.topic_id, = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 7, p, 'null array in PartitionErrors')
         else:
@@ -2608,26 +2609,26 @@ def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_7(buf, p):
                 e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_7(buf, p)
                 app(e)
             o.partition_errors = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2638,12 +2639,12 @@ def _d_LeaderAndIsrResponse_7(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 7, p, 'null array in Topics')
         else:
@@ -2655,26 +2656,26 @@ def _d_LeaderAndIsrResponse_7(buf, p):
                 e, p = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_7(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 7, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -70,26 +71,26 @@ def _d_ListGroupsRequest_3(buf, p):
     o.states_filter = []
     o.types_filter = []
     try:
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 3, p, _reason(e)) from None
     return o, p
@@ -98,12 +99,12 @@ def _d_ListGroupsRequest_4(buf, p):
     o = new(ListGroupsRequest)
     o.types_filter = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsRequest', 4, p, 'null array in StatesFilter')
         else:
@@ -112,12 +113,12 @@ def _d_ListGroupsRequest_4(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListGroupsRequest', 4, p, 'null string in StatesFilter')
                 else:
@@ -128,26 +129,26 @@ def _d_ListGroupsRequest_4(buf, p):
                     p = q
                 app(e)
             o.states_filter = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 4, p, _reason(e)) from None
     return o, p
@@ -155,12 +156,12 @@ def _d_ListGroupsRequest_4(buf, p):
 def _d_ListGroupsRequest_5(buf, p):
     o = new(ListGroupsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsRequest', 5, p, 'null array in StatesFilter')
         else:
@@ -169,12 +170,12 @@ def _d_ListGroupsRequest_5(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListGroupsRequest', 5, p, 'null string in StatesFilter')
                 else:
@@ -185,12 +186,12 @@ def _d_ListGroupsRequest_5(buf, p):
                     p = q
                 app(e)
             o.states_filter = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsRequest', 5, p, 'null array in TypesFilter')
         else:
@@ -199,12 +200,12 @@ def _d_ListGroupsRequest_5(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListGroupsRequest', 5, p, 'null string in TypesFilter')
                 else:
@@ -215,26 +216,26 @@ def _d_ListGroupsRequest_5(buf, p):
                     p = q
                 app(e)
             o.types_filter = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 5, p, _reason(e)) from None
     return o, p
@@ -508,12 +509,12 @@ def _d_ListGroupsResponse_ListedGroup_3(buf, p):
     o.group_state = ''
     o.group_type = ''
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 3, p, 'null string in GroupId')
         else:
@@ -522,12 +523,12 @@ def _d_ListGroupsResponse_ListedGroup_3(buf, p):
                 raise DecodeError('ListGroupsResponse', 3, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 3, p, 'null string in ProtocolType')
         else:
@@ -536,26 +537,26 @@ def _d_ListGroupsResponse_ListedGroup_3(buf, p):
                 raise DecodeError('ListGroupsResponse', 3, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -565,12 +566,12 @@ def _d_ListGroupsResponse_3(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 3, p, 'null array in Groups')
         else:
@@ -582,26 +583,26 @@ def _d_ListGroupsResponse_3(buf, p):
                 e, p = _d_ListGroupsResponse_ListedGroup_3(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 3, p, _reason(e)) from None
     return o, p
@@ -610,12 +611,12 @@ def _d_ListGroupsResponse_ListedGroup_4(buf, p):
     o = new(_ListGroupsResponse_ListedGroup)
     o.group_type = ''
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 4, p, 'null string in GroupId')
         else:
@@ -624,12 +625,12 @@ def _d_ListGroupsResponse_ListedGroup_4(buf, p):
                 raise DecodeError('ListGroupsResponse', 4, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 4, p, 'null string in ProtocolType')
         else:
@@ -638,12 +639,12 @@ def _d_ListGroupsResponse_ListedGroup_4(buf, p):
                 raise DecodeError('ListGroupsResponse', 4, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 4, p, 'null string in GroupState')
         else:
@@ -652,26 +653,26 @@ def _d_ListGroupsResponse_ListedGroup_4(buf, p):
                 raise DecodeError('ListGroupsResponse', 4, p, 'GroupState runs past the frame')
             o.group_state = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 4, p, _reason(e)) from None
     return o, p
@@ -681,12 +682,12 @@ def _d_ListGroupsResponse_4(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 4, p, 'null array in Groups')
         else:
@@ -698,26 +699,26 @@ def _d_ListGroupsResponse_4(buf, p):
                 e, p = _d_ListGroupsResponse_ListedGroup_4(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 4, p, _reason(e)) from None
     return o, p
@@ -725,12 +726,12 @@ def _d_ListGroupsResponse_4(buf, p):
 def _d_ListGroupsResponse_ListedGroup_5(buf, p):
     o = new(_ListGroupsResponse_ListedGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupId')
         else:
@@ -739,12 +740,12 @@ def _d_ListGroupsResponse_ListedGroup_5(buf, p):
                 raise DecodeError('ListGroupsResponse', 5, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 5, p, 'null string in ProtocolType')
         else:
@@ -753,12 +754,12 @@ def _d_ListGroupsResponse_ListedGroup_5(buf, p):
                 raise DecodeError('ListGroupsResponse', 5, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupState')
         else:
@@ -767,12 +768,12 @@ def _d_ListGroupsResponse_ListedGroup_5(buf, p):
                 raise DecodeError('ListGroupsResponse', 5, p, 'GroupState runs past the frame')
             o.group_state = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupType')
         else:
@@ -781,26 +782,26 @@ def _d_ListGroupsResponse_ListedGroup_5(buf, p):
                 raise DecodeError('ListGroupsResponse', 5, p, 'GroupType runs past the frame')
             o.group_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 5, p, _reason(e)) from None
     return o, p
@@ -810,12 +811,12 @@ def _d_ListGroupsResponse_5(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListGroupsResponse', 5, p, 'null array in Groups')
         else:
@@ -827,26 +828,26 @@ def _d_ListGroupsResponse_5(buf, p):
                 e, p = _d_ListGroupsResponse_ListedGroup_5(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListGroupsResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListGroupsResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListGroupsResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListGroupsResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 5, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -49,12 +50,12 @@ ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics = _ListPartit
 def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(buf, p):
     o = new(_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'null string in Name')
         else:
@@ -63,39 +64,39 @@ def _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(buf,
                 raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListPartitionReassignmentsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -105,12 +106,12 @@ def _d_ListPartitionReassignmentsRequest_0(buf, p):
     try:
         o.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -122,26 +123,26 @@ def _d_ListPartitionReassignmentsRequest_0(buf, p):
                 e, p = _d_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_0(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListPartitionReassignmentsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -240,65 +241,65 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(buf, p)
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'null array in Replicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'null array in AddingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'null array in RemovingReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListPartitionReassignmentsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -306,12 +307,12 @@ def _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(buf, p)
 def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf, p):
     o = new(_ListPartitionReassignmentsResponse_OngoingTopicReassignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'null string in Name')
         else:
@@ -320,12 +321,12 @@ def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf, p):
                 raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'null array in Partitions')
         else:
@@ -337,26 +338,26 @@ def _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf, p):
                 e, p = _d_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListPartitionReassignmentsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -366,12 +367,12 @@ def _d_ListPartitionReassignmentsResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -380,12 +381,12 @@ def _d_ListPartitionReassignmentsResponse_0(buf, p):
                 raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'null array in Topics')
         else:
@@ -397,26 +398,26 @@ def _d_ListPartitionReassignmentsResponse_0(buf, p):
                 e, p = _d_ListPartitionReassignmentsResponse_OngoingTopicReassignment_0(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListPartitionReassignmentsResponse', 0, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>q')
@@ -41,12 +42,12 @@ def _d_ListTransactionsRequest_0(buf, p):
     o.duration_filter = -1
     o.transactional_id_pattern = None
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 0, p, 'null array in StateFilters')
         else:
@@ -55,12 +56,12 @@ def _d_ListTransactionsRequest_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListTransactionsRequest', 0, p, 'null string in StateFilters')
                 else:
@@ -71,39 +72,39 @@ def _d_ListTransactionsRequest_0(buf, p):
                     p = q
                 app(e)
             o.state_filters = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 0, p, 'null array in ProducerIdFilters')
         else:
             if n * 8 > len(buf) - p:
                 raise DecodeError('ListTransactionsRequest', 0, p, 'array ProducerIdFilters longer than the frame')
-            o.producer_id_filters = list(_unpack_from('>%dq' % n, buf, p))
+            o.producer_id_filters = list((_ARRAYS['q'][n] if n < 64 else _Struct('>%dq' % n)).unpack_from(buf, p))
             p += n * 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsRequest', 0, p, _reason(e)) from None
     return o, p
@@ -112,12 +113,12 @@ def _d_ListTransactionsRequest_1(buf, p):
     o = new(ListTransactionsRequest)
     o.transactional_id_pattern = None
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 1, p, 'null array in StateFilters')
         else:
@@ -126,12 +127,12 @@ def _d_ListTransactionsRequest_1(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListTransactionsRequest', 1, p, 'null string in StateFilters')
                 else:
@@ -142,41 +143,41 @@ def _d_ListTransactionsRequest_1(buf, p):
                     p = q
                 app(e)
             o.state_filters = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 1, p, 'null array in ProducerIdFilters')
         else:
             if n * 8 > len(buf) - p:
                 raise DecodeError('ListTransactionsRequest', 1, p, 'array ProducerIdFilters longer than the frame')
-            o.producer_id_filters = list(_unpack_from('>%dq' % n, buf, p))
+            o.producer_id_filters = list((_ARRAYS['q'][n] if n < 64 else _Struct('>%dq' % n)).unpack_from(buf, p))
             p += n * 8
         o.duration_filter, = _S_0.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsRequest', 1, p, _reason(e)) from None
     return o, p
@@ -184,12 +185,12 @@ def _d_ListTransactionsRequest_1(buf, p):
 def _d_ListTransactionsRequest_2(buf, p):
     o = new(ListTransactionsRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 2, p, 'null array in StateFilters')
         else:
@@ -198,12 +199,12 @@ def _d_ListTransactionsRequest_2(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListTransactionsRequest', 2, p, 'null string in StateFilters')
                 else:
@@ -214,27 +215,27 @@ def _d_ListTransactionsRequest_2(buf, p):
                     p = q
                 app(e)
             o.state_filters = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 2, p, 'null array in ProducerIdFilters')
         else:
             if n * 8 > len(buf) - p:
                 raise DecodeError('ListTransactionsRequest', 2, p, 'array ProducerIdFilters longer than the frame')
-            o.producer_id_filters = list(_unpack_from('>%dq' % n, buf, p))
+            o.producer_id_filters = list((_ARRAYS['q'][n] if n < 64 else _Struct('>%dq' % n)).unpack_from(buf, p))
             p += n * 8
         o.duration_filter, = _S_0.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.transactional_id_pattern = None
         else:
@@ -243,26 +244,26 @@ def _d_ListTransactionsRequest_2(buf, p):
                 raise DecodeError('ListTransactionsRequest', 2, p, 'TransactionalIdPattern runs past the frame')
             o.transactional_id_pattern = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsRequest', 2, p, _reason(e)) from None
     return o, p
@@ -405,12 +406,12 @@ ListTransactionsResponse.TransactionState = _ListTransactionsResponse_Transactio
 def _d_ListTransactionsResponse_TransactionState_0(buf, p):
     o = new(_ListTransactionsResponse_TransactionState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 0, p, 'null string in TransactionalId')
         else:
@@ -421,12 +422,12 @@ def _d_ListTransactionsResponse_TransactionState_0(buf, p):
             p = q
         o.producer_id, = _S_0.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 0, p, 'null string in TransactionState')
         else:
@@ -435,26 +436,26 @@ def _d_ListTransactionsResponse_TransactionState_0(buf, p):
                 raise DecodeError('ListTransactionsResponse', 0, p, 'TransactionState runs past the frame')
             o.transaction_state = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -464,12 +465,12 @@ def _d_ListTransactionsResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 0, p, 'null array in UnknownStateFilters')
         else:
@@ -478,12 +479,12 @@ def _d_ListTransactionsResponse_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListTransactionsResponse', 0, p, 'null string in UnknownStateFilters')
                 else:
@@ -494,12 +495,12 @@ def _d_ListTransactionsResponse_0(buf, p):
                     p = q
                 app(e)
             o.unknown_state_filters = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 0, p, 'null array in TransactionStates')
         else:
@@ -511,26 +512,26 @@ def _d_ListTransactionsResponse_0(buf, p):
                 e, p = _d_ListTransactionsResponse_TransactionState_0(buf, p)
                 app(e)
             o.transaction_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 0, p, _reason(e)) from None
     return o, p
@@ -538,12 +539,12 @@ def _d_ListTransactionsResponse_0(buf, p):
 def _d_ListTransactionsResponse_TransactionState_1(buf, p):
     o = new(_ListTransactionsResponse_TransactionState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 1, p, 'null string in TransactionalId')
         else:
@@ -554,12 +555,12 @@ def _d_ListTransactionsResponse_TransactionState_1(buf, p):
             p = q
         o.producer_id, = _S_0.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 1, p, 'null string in TransactionState')
         else:
@@ -568,26 +569,26 @@ def _d_ListTransactionsResponse_TransactionState_1(buf, p):
                 raise DecodeError('ListTransactionsResponse', 1, p, 'TransactionState runs past the frame')
             o.transaction_state = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 1, p, _reason(e)) from None
     return o, p
@@ -597,12 +598,12 @@ def _d_ListTransactionsResponse_1(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 1, p, 'null array in UnknownStateFilters')
         else:
@@ -611,12 +612,12 @@ def _d_ListTransactionsResponse_1(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListTransactionsResponse', 1, p, 'null string in UnknownStateFilters')
                 else:
@@ -627,12 +628,12 @@ def _d_ListTransactionsResponse_1(buf, p):
                     p = q
                 app(e)
             o.unknown_state_filters = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 1, p, 'null array in TransactionStates')
         else:
@@ -644,26 +645,26 @@ def _d_ListTransactionsResponse_1(buf, p):
                 e, p = _d_ListTransactionsResponse_TransactionState_1(buf, p)
                 app(e)
             o.transaction_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 1, p, _reason(e)) from None
     return o, p
@@ -671,12 +672,12 @@ def _d_ListTransactionsResponse_1(buf, p):
 def _d_ListTransactionsResponse_TransactionState_2(buf, p):
     o = new(_ListTransactionsResponse_TransactionState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 2, p, 'null string in TransactionalId')
         else:
@@ -687,12 +688,12 @@ def _d_ListTransactionsResponse_TransactionState_2(buf, p):
             p = q
         o.producer_id, = _S_0.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 2, p, 'null string in TransactionState')
         else:
@@ -701,26 +702,26 @@ def _d_ListTransactionsResponse_TransactionState_2(buf, p):
                 raise DecodeError('ListTransactionsResponse', 2, p, 'TransactionState runs past the frame')
             o.transaction_state = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 2, p, _reason(e)) from None
     return o, p
@@ -730,12 +731,12 @@ def _d_ListTransactionsResponse_2(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 2, p, 'null array in UnknownStateFilters')
         else:
@@ -744,12 +745,12 @@ def _d_ListTransactionsResponse_2(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ListTransactionsResponse', 2, p, 'null string in UnknownStateFilters')
                 else:
@@ -760,12 +761,12 @@ def _d_ListTransactionsResponse_2(buf, p):
                     p = q
                 app(e)
             o.unknown_state_filters = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 2, p, 'null array in TransactionStates')
         else:
@@ -777,26 +778,26 @@ def _d_ListTransactionsResponse_2(buf, p):
                 e, p = _d_ListTransactionsResponse_TransactionState_2(buf, p)
                 app(e)
             o.transaction_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ListTransactionsResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ListTransactionsResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ListTransactionsResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ListTransactionsResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 2, p, _reason(e)) from None
     return o, p

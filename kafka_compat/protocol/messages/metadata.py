@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -449,12 +450,12 @@ def _d_MetadataRequest_MetadataRequestTopic_9(buf, p):
     o = new(_MetadataRequest_MetadataRequestTopic)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataRequest', 9, p, 'null string in Name')
         else:
@@ -463,26 +464,26 @@ def _d_MetadataRequest_MetadataRequestTopic_9(buf, p):
                 raise DecodeError('MetadataRequest', 9, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 9, p, _reason(e)) from None
     return o, p
@@ -490,12 +491,12 @@ def _d_MetadataRequest_MetadataRequestTopic_9(buf, p):
 def _d_MetadataRequest_9(buf, p):
     o = new(MetadataRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -509,26 +510,26 @@ def _d_MetadataRequest_9(buf, p):
             o.topics = lst
         o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_3.unpack_from(buf, p)
         p += 3
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 9, p, _reason(e)) from None
     return o, p
@@ -538,12 +539,12 @@ def _d_MetadataRequest_MetadataRequestTopic_10(buf, p):
     try:
         o.topic_id, = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.name = None
         else:
@@ -552,26 +553,26 @@ def _d_MetadataRequest_MetadataRequestTopic_10(buf, p):
                 raise DecodeError('MetadataRequest', 10, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 10, p, _reason(e)) from None
     return o, p
@@ -579,12 +580,12 @@ def _d_MetadataRequest_MetadataRequestTopic_10(buf, p):
 def _d_MetadataRequest_10(buf, p):
     o = new(MetadataRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -598,26 +599,26 @@ def _d_MetadataRequest_10(buf, p):
             o.topics = lst
         o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_3.unpack_from(buf, p)
         p += 3
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 10, p, _reason(e)) from None
     return o, p
@@ -627,12 +628,12 @@ def _d_MetadataRequest_MetadataRequestTopic_11(buf, p):
     try:
         o.topic_id, = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.name = None
         else:
@@ -641,26 +642,26 @@ def _d_MetadataRequest_MetadataRequestTopic_11(buf, p):
                 raise DecodeError('MetadataRequest', 11, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 11, p, _reason(e)) from None
     return o, p
@@ -669,12 +670,12 @@ def _d_MetadataRequest_11(buf, p):
     o = new(MetadataRequest)
     o.include_cluster_authorized_operations = False
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -688,26 +689,26 @@ def _d_MetadataRequest_11(buf, p):
             o.topics = lst
         o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S_5.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 11, p, _reason(e)) from None
     return o, p
@@ -717,12 +718,12 @@ def _d_MetadataRequest_MetadataRequestTopic_12(buf, p):
     try:
         o.topic_id, = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.name = None
         else:
@@ -731,26 +732,26 @@ def _d_MetadataRequest_MetadataRequestTopic_12(buf, p):
                 raise DecodeError('MetadataRequest', 12, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 12, p, _reason(e)) from None
     return o, p
@@ -759,12 +760,12 @@ def _d_MetadataRequest_12(buf, p):
     o = new(MetadataRequest)
     o.include_cluster_authorized_operations = False
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -778,26 +779,26 @@ def _d_MetadataRequest_12(buf, p):
             o.topics = lst
         o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S_5.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 12, p, _reason(e)) from None
     return o, p
@@ -807,12 +808,12 @@ def _d_MetadataRequest_MetadataRequestTopic_13(buf, p):
     try:
         o.topic_id, = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.name = None
         else:
@@ -821,26 +822,26 @@ def _d_MetadataRequest_MetadataRequestTopic_13(buf, p):
                 raise DecodeError('MetadataRequest', 13, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 13, p, _reason(e)) from None
     return o, p
@@ -849,12 +850,12 @@ def _d_MetadataRequest_13(buf, p):
     o = new(MetadataRequest)
     o.include_cluster_authorized_operations = False
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -868,26 +869,26 @@ def _d_MetadataRequest_13(buf, p):
             o.topics = lst
         o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S_5.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataRequest', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataRequest', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 13, p, _reason(e)) from None
     return o, p
@@ -1133,7 +1134,7 @@ def _d_MetadataResponse_MetadataResponsePartition_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 0, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -1142,7 +1143,7 @@ def _d_MetadataResponse_MetadataResponsePartition_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 0, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -1270,7 +1271,7 @@ def _d_MetadataResponse_MetadataResponsePartition_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 1, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -1279,7 +1280,7 @@ def _d_MetadataResponse_MetadataResponsePartition_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 1, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -1409,7 +1410,7 @@ def _d_MetadataResponse_MetadataResponsePartition_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 2, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -1418,7 +1419,7 @@ def _d_MetadataResponse_MetadataResponsePartition_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 2, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -1557,7 +1558,7 @@ def _d_MetadataResponse_MetadataResponsePartition_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 3, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -1566,7 +1567,7 @@ def _d_MetadataResponse_MetadataResponsePartition_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 3, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -1706,7 +1707,7 @@ def _d_MetadataResponse_MetadataResponsePartition_4(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 4, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -1715,7 +1716,7 @@ def _d_MetadataResponse_MetadataResponsePartition_4(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 4, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -1854,7 +1855,7 @@ def _d_MetadataResponse_MetadataResponsePartition_5(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 5, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -1863,7 +1864,7 @@ def _d_MetadataResponse_MetadataResponsePartition_5(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 5, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -1872,7 +1873,7 @@ def _d_MetadataResponse_MetadataResponsePartition_5(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 5, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -2011,7 +2012,7 @@ def _d_MetadataResponse_MetadataResponsePartition_6(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 6, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -2020,7 +2021,7 @@ def _d_MetadataResponse_MetadataResponsePartition_6(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 6, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -2029,7 +2030,7 @@ def _d_MetadataResponse_MetadataResponsePartition_6(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 6, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -2167,7 +2168,7 @@ def _d_MetadataResponse_MetadataResponsePartition_7(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 7, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -2176,7 +2177,7 @@ def _d_MetadataResponse_MetadataResponsePartition_7(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 7, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -2185,7 +2186,7 @@ def _d_MetadataResponse_MetadataResponsePartition_7(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 7, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -2323,7 +2324,7 @@ def _d_MetadataResponse_MetadataResponsePartition_8(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 8, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -2332,7 +2333,7 @@ def _d_MetadataResponse_MetadataResponsePartition_8(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 8, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -2341,7 +2342,7 @@ def _d_MetadataResponse_MetadataResponsePartition_8(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 8, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -2442,12 +2443,12 @@ def _d_MetadataResponse_MetadataResponseBroker_9(buf, p):
     try:
         o.node_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null string in Host')
         else:
@@ -2458,12 +2459,12 @@ def _d_MetadataResponse_MetadataResponseBroker_9(buf, p):
             p = q
         o.port, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -2472,26 +2473,26 @@ def _d_MetadataResponse_MetadataResponseBroker_9(buf, p):
                 raise DecodeError('MetadataResponse', 9, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2501,65 +2502,65 @@ def _d_MetadataResponse_MetadataResponsePartition_9(buf, p):
     try:
         o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 14
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null array in ReplicaNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 9, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null array in IsrNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 9, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null array in OfflineReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 9, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2570,12 +2571,12 @@ def _d_MetadataResponse_MetadataResponseTopic_9(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null string in Name')
         else:
@@ -2586,12 +2587,12 @@ def _d_MetadataResponse_MetadataResponseTopic_9(buf, p):
             p = q
         o.is_internal, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null array in Partitions')
         else:
@@ -2605,26 +2606,26 @@ def _d_MetadataResponse_MetadataResponseTopic_9(buf, p):
             o.partitions = lst
         o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2635,12 +2636,12 @@ def _d_MetadataResponse_9(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null array in Brokers')
         else:
@@ -2652,12 +2653,12 @@ def _d_MetadataResponse_9(buf, p):
                 e, p = _d_MetadataResponse_MetadataResponseBroker_9(buf, p)
                 app(e)
             o.brokers = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.cluster_id = None
         else:
@@ -2668,12 +2669,12 @@ def _d_MetadataResponse_9(buf, p):
             p = q
         o.controller_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null array in Topics')
         else:
@@ -2687,26 +2688,26 @@ def _d_MetadataResponse_9(buf, p):
             o.topics = lst
         o.cluster_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2716,12 +2717,12 @@ def _d_MetadataResponse_MetadataResponseBroker_10(buf, p):
     try:
         o.node_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null string in Host')
         else:
@@ -2732,12 +2733,12 @@ def _d_MetadataResponse_MetadataResponseBroker_10(buf, p):
             p = q
         o.port, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -2746,26 +2747,26 @@ def _d_MetadataResponse_MetadataResponseBroker_10(buf, p):
                 raise DecodeError('MetadataResponse', 10, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2775,65 +2776,65 @@ def _d_MetadataResponse_MetadataResponsePartition_10(buf, p):
     try:
         o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 14
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null array in ReplicaNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 10, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null array in IsrNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 10, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null array in OfflineReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 10, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2843,12 +2844,12 @@ def _d_MetadataResponse_MetadataResponseTopic_10(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null string in Name')
         else:
@@ -2859,12 +2860,12 @@ def _d_MetadataResponse_MetadataResponseTopic_10(buf, p):
             p = q
         o.topic_id, o.is_internal = _S_8.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null array in Partitions')
         else:
@@ -2878,26 +2879,26 @@ def _d_MetadataResponse_MetadataResponseTopic_10(buf, p):
             o.partitions = lst
         o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2908,12 +2909,12 @@ def _d_MetadataResponse_10(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null array in Brokers')
         else:
@@ -2925,12 +2926,12 @@ def _d_MetadataResponse_10(buf, p):
                 e, p = _d_MetadataResponse_MetadataResponseBroker_10(buf, p)
                 app(e)
             o.brokers = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.cluster_id = None
         else:
@@ -2941,12 +2942,12 @@ def _d_MetadataResponse_10(buf, p):
             p = q
         o.controller_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null array in Topics')
         else:
@@ -2960,26 +2961,26 @@ def _d_MetadataResponse_10(buf, p):
             o.topics = lst
         o.cluster_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2989,12 +2990,12 @@ def _d_MetadataResponse_MetadataResponseBroker_11(buf, p):
     try:
         o.node_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null string in Host')
         else:
@@ -3005,12 +3006,12 @@ def _d_MetadataResponse_MetadataResponseBroker_11(buf, p):
             p = q
         o.port, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -3019,26 +3020,26 @@ def _d_MetadataResponse_MetadataResponseBroker_11(buf, p):
                 raise DecodeError('MetadataResponse', 11, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3048,65 +3049,65 @@ def _d_MetadataResponse_MetadataResponsePartition_11(buf, p):
     try:
         o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 14
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null array in ReplicaNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 11, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null array in IsrNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 11, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null array in OfflineReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 11, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3116,12 +3117,12 @@ def _d_MetadataResponse_MetadataResponseTopic_11(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null string in Name')
         else:
@@ -3132,12 +3133,12 @@ def _d_MetadataResponse_MetadataResponseTopic_11(buf, p):
             p = q
         o.topic_id, o.is_internal = _S_8.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null array in Partitions')
         else:
@@ -3151,26 +3152,26 @@ def _d_MetadataResponse_MetadataResponseTopic_11(buf, p):
             o.partitions = lst
         o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3182,12 +3183,12 @@ def _d_MetadataResponse_11(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null array in Brokers')
         else:
@@ -3199,12 +3200,12 @@ def _d_MetadataResponse_11(buf, p):
                 e, p = _d_MetadataResponse_MetadataResponseBroker_11(buf, p)
                 app(e)
             o.brokers = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.cluster_id = None
         else:
@@ -3215,12 +3216,12 @@ def _d_MetadataResponse_11(buf, p):
             p = q
         o.controller_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null array in Topics')
         else:
@@ -3232,26 +3233,26 @@ def _d_MetadataResponse_11(buf, p):
                 e, p = _d_MetadataResponse_MetadataResponseTopic_11(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3261,12 +3262,12 @@ def _d_MetadataResponse_MetadataResponseBroker_12(buf, p):
     try:
         o.node_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null string in Host')
         else:
@@ -3277,12 +3278,12 @@ def _d_MetadataResponse_MetadataResponseBroker_12(buf, p):
             p = q
         o.port, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -3291,26 +3292,26 @@ def _d_MetadataResponse_MetadataResponseBroker_12(buf, p):
                 raise DecodeError('MetadataResponse', 12, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3320,65 +3321,65 @@ def _d_MetadataResponse_MetadataResponsePartition_12(buf, p):
     try:
         o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 14
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null array in ReplicaNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 12, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null array in IsrNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 12, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null array in OfflineReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 12, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3388,12 +3389,12 @@ def _d_MetadataResponse_MetadataResponseTopic_12(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.name = None
         else:
@@ -3404,12 +3405,12 @@ def _d_MetadataResponse_MetadataResponseTopic_12(buf, p):
             p = q
         o.topic_id, o.is_internal = _S_8.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null array in Partitions')
         else:
@@ -3423,26 +3424,26 @@ def _d_MetadataResponse_MetadataResponseTopic_12(buf, p):
             o.partitions = lst
         o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3454,12 +3455,12 @@ def _d_MetadataResponse_12(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null array in Brokers')
         else:
@@ -3471,12 +3472,12 @@ def _d_MetadataResponse_12(buf, p):
                 e, p = _d_MetadataResponse_MetadataResponseBroker_12(buf, p)
                 app(e)
             o.brokers = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.cluster_id = None
         else:
@@ -3487,12 +3488,12 @@ def _d_MetadataResponse_12(buf, p):
             p = q
         o.controller_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null array in Topics')
         else:
@@ -3504,26 +3505,26 @@ def _d_MetadataResponse_12(buf, p):
                 e, p = _d_MetadataResponse_MetadataResponseTopic_12(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3533,12 +3534,12 @@ def _d_MetadataResponse_MetadataResponseBroker_13(buf, p):
     try:
         o.node_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null string in Host')
         else:
@@ -3549,12 +3550,12 @@ def _d_MetadataResponse_MetadataResponseBroker_13(buf, p):
             p = q
         o.port, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -3563,26 +3564,26 @@ def _d_MetadataResponse_MetadataResponseBroker_13(buf, p):
                 raise DecodeError('MetadataResponse', 13, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 13, p, _reason(e)) from None
     return o, p
@@ -3592,65 +3593,65 @@ def _d_MetadataResponse_MetadataResponsePartition_13(buf, p):
     try:
         o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 14
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null array in ReplicaNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 13, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null array in IsrNodes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 13, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list(_unpack_from('>%di' % n, buf, p))
+            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null array in OfflineReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('MetadataResponse', 13, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 13, p, _reason(e)) from None
     return o, p
@@ -3660,12 +3661,12 @@ def _d_MetadataResponse_MetadataResponseTopic_13(buf, p):
     try:
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.name = None
         else:
@@ -3676,12 +3677,12 @@ def _d_MetadataResponse_MetadataResponseTopic_13(buf, p):
             p = q
         o.topic_id, o.is_internal = _S_8.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null array in Partitions')
         else:
@@ -3695,26 +3696,26 @@ def _d_MetadataResponse_MetadataResponseTopic_13(buf, p):
             o.partitions = lst
         o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 13, p, _reason(e)) from None
     return o, p
@@ -3725,12 +3726,12 @@ def _d_MetadataResponse_13(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null array in Brokers')
         else:
@@ -3742,12 +3743,12 @@ def _d_MetadataResponse_13(buf, p):
                 e, p = _d_MetadataResponse_MetadataResponseBroker_13(buf, p)
                 app(e)
             o.brokers = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.cluster_id = None
         else:
@@ -3758,12 +3759,12 @@ def _d_MetadataResponse_13(buf, p):
             p = q
         o.controller_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null array in Topics')
         else:
@@ -3777,26 +3778,26 @@ def _d_MetadataResponse_13(buf, p):
             o.topics = lst
         o.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 13, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -869,12 +870,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_8(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.committed_metadata = None
         else:
@@ -883,26 +884,26 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_8(buf, p):
                 raise DecodeError('OffsetCommitRequest', 8, p, 'CommittedMetadata runs past the frame')
             o.committed_metadata = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 8, p, _reason(e)) from None
     return o, p
@@ -911,12 +912,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_8(buf, p):
     o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 8, p, 'null string in Name')
         else:
@@ -925,12 +926,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_8(buf, p):
                 raise DecodeError('OffsetCommitRequest', 8, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 8, p, 'null array in Partitions')
         else:
@@ -942,26 +943,26 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_8(buf, p):
                 e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_8(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 8, p, _reason(e)) from None
     return o, p
@@ -970,12 +971,12 @@ def _d_OffsetCommitRequest_8(buf, p):
     o = new(OffsetCommitRequest)
     o.retention_time_ms = -1
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 8, p, 'null string in GroupId')
         else:
@@ -986,12 +987,12 @@ def _d_OffsetCommitRequest_8(buf, p):
             p = q
         o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 8, p, 'null string in MemberId')
         else:
@@ -1000,12 +1001,12 @@ def _d_OffsetCommitRequest_8(buf, p):
                 raise DecodeError('OffsetCommitRequest', 8, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -1014,12 +1015,12 @@ def _d_OffsetCommitRequest_8(buf, p):
                 raise DecodeError('OffsetCommitRequest', 8, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 8, p, 'null array in Topics')
         else:
@@ -1031,26 +1032,26 @@ def _d_OffsetCommitRequest_8(buf, p):
                 e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_8(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 8, p, _reason(e)) from None
     return o, p
@@ -1061,12 +1062,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_9(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.committed_metadata = None
         else:
@@ -1075,26 +1076,26 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_9(buf, p):
                 raise DecodeError('OffsetCommitRequest', 9, p, 'CommittedMetadata runs past the frame')
             o.committed_metadata = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 9, p, _reason(e)) from None
     return o, p
@@ -1103,12 +1104,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_9(buf, p):
     o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 9, p, 'null string in Name')
         else:
@@ -1117,12 +1118,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_9(buf, p):
                 raise DecodeError('OffsetCommitRequest', 9, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 9, p, 'null array in Partitions')
         else:
@@ -1134,26 +1135,26 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_9(buf, p):
                 e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_9(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 9, p, _reason(e)) from None
     return o, p
@@ -1162,12 +1163,12 @@ def _d_OffsetCommitRequest_9(buf, p):
     o = new(OffsetCommitRequest)
     o.retention_time_ms = -1
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 9, p, 'null string in GroupId')
         else:
@@ -1178,12 +1179,12 @@ def _d_OffsetCommitRequest_9(buf, p):
             p = q
         o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 9, p, 'null string in MemberId')
         else:
@@ -1192,12 +1193,12 @@ def _d_OffsetCommitRequest_9(buf, p):
                 raise DecodeError('OffsetCommitRequest', 9, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -1206,12 +1207,12 @@ def _d_OffsetCommitRequest_9(buf, p):
                 raise DecodeError('OffsetCommitRequest', 9, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 9, p, 'null array in Topics')
         else:
@@ -1223,26 +1224,26 @@ def _d_OffsetCommitRequest_9(buf, p):
                 e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_9(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 9, p, _reason(e)) from None
     return o, p
@@ -1253,12 +1254,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_10(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.committed_metadata = None
         else:
@@ -1267,26 +1268,26 @@ def _d_OffsetCommitRequest_OffsetCommitRequestPartition_10(buf, p):
                 raise DecodeError('OffsetCommitRequest', 10, p, 'CommittedMetadata runs past the frame')
             o.committed_metadata = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 10, p, _reason(e)) from None
     return o, p
@@ -1297,12 +1298,12 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_10(buf, p):
     try:
         o.topic_id, = _S_6.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 10, p, 'null array in Partitions')
         else:
@@ -1314,26 +1315,26 @@ def _d_OffsetCommitRequest_OffsetCommitRequestTopic_10(buf, p):
                 e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_10(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 10, p, _reason(e)) from None
     return o, p
@@ -1342,12 +1343,12 @@ def _d_OffsetCommitRequest_10(buf, p):
     o = new(OffsetCommitRequest)
     o.retention_time_ms = -1
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 10, p, 'null string in GroupId')
         else:
@@ -1358,12 +1359,12 @@ def _d_OffsetCommitRequest_10(buf, p):
             p = q
         o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 10, p, 'null string in MemberId')
         else:
@@ -1372,12 +1373,12 @@ def _d_OffsetCommitRequest_10(buf, p):
                 raise DecodeError('OffsetCommitRequest', 10, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -1386,12 +1387,12 @@ def _d_OffsetCommitRequest_10(buf, p):
                 raise DecodeError('OffsetCommitRequest', 10, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 10, p, 'null array in Topics')
         else:
@@ -1403,26 +1404,26 @@ def _d_OffsetCommitRequest_10(buf, p):
                 e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_10(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 10, p, _reason(e)) from None
     return o, p
@@ -2291,26 +2292,26 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_8(buf, p):
     try:
         o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2319,12 +2320,12 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_8(buf, p):
     o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 8, p, 'null string in Name')
         else:
@@ -2333,12 +2334,12 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_8(buf, p):
                 raise DecodeError('OffsetCommitResponse', 8, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 8, p, 'null array in Partitions')
         else:
@@ -2350,26 +2351,26 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_8(buf, p):
                 e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_8(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2379,12 +2380,12 @@ def _d_OffsetCommitResponse_8(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 8, p, 'null array in Topics')
         else:
@@ -2396,26 +2397,26 @@ def _d_OffsetCommitResponse_8(buf, p):
                 e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_8(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2425,26 +2426,26 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_9(buf, p):
     try:
         o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2453,12 +2454,12 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_9(buf, p):
     o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 9, p, 'null string in Name')
         else:
@@ -2467,12 +2468,12 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_9(buf, p):
                 raise DecodeError('OffsetCommitResponse', 9, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 9, p, 'null array in Partitions')
         else:
@@ -2484,26 +2485,26 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_9(buf, p):
                 e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_9(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2513,12 +2514,12 @@ def _d_OffsetCommitResponse_9(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 9, p, 'null array in Topics')
         else:
@@ -2530,26 +2531,26 @@ def _d_OffsetCommitResponse_9(buf, p):
                 e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_9(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2559,26 +2560,26 @@ def _d_OffsetCommitResponse_OffsetCommitResponsePartition_10(buf, p):
     try:
         o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2589,12 +2590,12 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_10(buf, p):
     try:
         o.topic_id, = _S_6.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 10, p, 'null array in Partitions')
         else:
@@ -2606,26 +2607,26 @@ def _d_OffsetCommitResponse_OffsetCommitResponseTopic_10(buf, p):
                 e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_10(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2635,12 +2636,12 @@ def _d_OffsetCommitResponse_10(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 10, p, 'null array in Topics')
         else:
@@ -2652,26 +2653,26 @@ def _d_OffsetCommitResponse_10(buf, p):
                 e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_10(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 10, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -99,7 +100,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 0, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -159,7 +160,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 1, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -219,7 +220,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 2, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -279,7 +280,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 3, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -339,7 +340,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_4(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 4, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -399,7 +400,7 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_5(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 5, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -442,12 +443,12 @@ def _d_OffsetFetchRequest_5(buf, p):
 def _d_OffsetFetchRequest_OffsetFetchRequestTopic_6(buf, p):
     o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 6, p, 'null string in Name')
         else:
@@ -456,39 +457,39 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_6(buf, p):
                 raise DecodeError('OffsetFetchRequest', 6, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 6, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 6, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 6, p, _reason(e)) from None
     return o, p
@@ -498,12 +499,12 @@ def _d_OffsetFetchRequest_6(buf, p):
     o.groups = []
     o.require_stable = False
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 6, p, 'null string in GroupId')
         else:
@@ -512,12 +513,12 @@ def _d_OffsetFetchRequest_6(buf, p):
                 raise DecodeError('OffsetFetchRequest', 6, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -529,26 +530,26 @@ def _d_OffsetFetchRequest_6(buf, p):
                 e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_6(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 6, p, _reason(e)) from None
     return o, p
@@ -556,12 +557,12 @@ def _d_OffsetFetchRequest_6(buf, p):
 def _d_OffsetFetchRequest_OffsetFetchRequestTopic_7(buf, p):
     o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 7, p, 'null string in Name')
         else:
@@ -570,39 +571,39 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopic_7(buf, p):
                 raise DecodeError('OffsetFetchRequest', 7, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 7, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 7, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 7, p, _reason(e)) from None
     return o, p
@@ -611,12 +612,12 @@ def _d_OffsetFetchRequest_7(buf, p):
     o = new(OffsetFetchRequest)
     o.groups = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 7, p, 'null string in GroupId')
         else:
@@ -625,12 +626,12 @@ def _d_OffsetFetchRequest_7(buf, p):
                 raise DecodeError('OffsetFetchRequest', 7, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -644,26 +645,26 @@ def _d_OffsetFetchRequest_7(buf, p):
             o.topics = lst
         o.require_stable, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 7, p, _reason(e)) from None
     return o, p
@@ -672,12 +673,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_8(buf, p):
     o = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 8, p, 'null string in Name')
         else:
@@ -686,39 +687,39 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_8(buf, p):
                 raise DecodeError('OffsetFetchRequest', 8, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 8, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 8, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 8, p, _reason(e)) from None
     return o, p
@@ -728,12 +729,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_8(buf, p):
     o.member_id = None
     o.member_epoch = -1
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 8, p, 'null string in GroupId')
         else:
@@ -742,12 +743,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_8(buf, p):
                 raise DecodeError('OffsetFetchRequest', 8, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -759,26 +760,26 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_8(buf, p):
                 e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopics_8(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 8, p, _reason(e)) from None
     return o, p
@@ -788,12 +789,12 @@ def _d_OffsetFetchRequest_8(buf, p):
     o.group_id = ''
     o.topics = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 8, p, 'null array in Groups')
         else:
@@ -807,26 +808,26 @@ def _d_OffsetFetchRequest_8(buf, p):
             o.groups = lst
         o.require_stable, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 8, p, _reason(e)) from None
     return o, p
@@ -835,12 +836,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_9(buf, p):
     o = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 9, p, 'null string in Name')
         else:
@@ -849,39 +850,39 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_9(buf, p):
                 raise DecodeError('OffsetFetchRequest', 9, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 9, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 9, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 9, p, _reason(e)) from None
     return o, p
@@ -889,12 +890,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_9(buf, p):
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_9(buf, p):
     o = new(_OffsetFetchRequest_OffsetFetchRequestGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 9, p, 'null string in GroupId')
         else:
@@ -903,12 +904,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_9(buf, p):
                 raise DecodeError('OffsetFetchRequest', 9, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -919,12 +920,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_9(buf, p):
             p = q
         o.member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -936,26 +937,26 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_9(buf, p):
                 e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopics_9(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 9, p, _reason(e)) from None
     return o, p
@@ -965,12 +966,12 @@ def _d_OffsetFetchRequest_9(buf, p):
     o.group_id = ''
     o.topics = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 9, p, 'null array in Groups')
         else:
@@ -984,26 +985,26 @@ def _d_OffsetFetchRequest_9(buf, p):
             o.groups = lst
         o.require_stable, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 9, p, _reason(e)) from None
     return o, p
@@ -1014,39 +1015,39 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_10(buf, p):
     try:
         o.topic_id, = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 10, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('OffsetFetchRequest', 10, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 10, p, _reason(e)) from None
     return o, p
@@ -1054,12 +1055,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestTopics_10(buf, p):
 def _d_OffsetFetchRequest_OffsetFetchRequestGroup_10(buf, p):
     o = new(_OffsetFetchRequest_OffsetFetchRequestGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 10, p, 'null string in GroupId')
         else:
@@ -1068,12 +1069,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_10(buf, p):
                 raise DecodeError('OffsetFetchRequest', 10, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -1084,12 +1085,12 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_10(buf, p):
             p = q
         o.member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.topics = None
         else:
@@ -1101,26 +1102,26 @@ def _d_OffsetFetchRequest_OffsetFetchRequestGroup_10(buf, p):
                 e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopics_10(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 10, p, _reason(e)) from None
     return o, p
@@ -1130,12 +1131,12 @@ def _d_OffsetFetchRequest_10(buf, p):
     o.group_id = ''
     o.topics = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 10, p, 'null array in Groups')
         else:
@@ -1149,26 +1150,26 @@ def _d_OffsetFetchRequest_10(buf, p):
             o.groups = lst
         o.require_stable, = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 10, p, _reason(e)) from None
     return o, p
@@ -1988,12 +1989,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_6(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.metadata = None
         else:
@@ -2004,26 +2005,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_6(buf, p):
             p = q
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2031,12 +2032,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_6(buf, p):
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_6(buf, p):
     o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 6, p, 'null string in Name')
         else:
@@ -2045,12 +2046,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_6(buf, p):
                 raise DecodeError('OffsetFetchResponse', 6, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 6, p, 'null array in Partitions')
         else:
@@ -2062,26 +2063,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_6(buf, p):
                 e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_6(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2092,12 +2093,12 @@ def _d_OffsetFetchResponse_6(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 6, p, 'null array in Topics')
         else:
@@ -2111,26 +2112,26 @@ def _d_OffsetFetchResponse_6(buf, p):
             o.topics = lst
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2140,12 +2141,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_7(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.metadata = None
         else:
@@ -2156,26 +2157,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_7(buf, p):
             p = q
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2183,12 +2184,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartition_7(buf, p):
 def _d_OffsetFetchResponse_OffsetFetchResponseTopic_7(buf, p):
     o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 7, p, 'null string in Name')
         else:
@@ -2197,12 +2198,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_7(buf, p):
                 raise DecodeError('OffsetFetchResponse', 7, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 7, p, 'null array in Partitions')
         else:
@@ -2214,26 +2215,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopic_7(buf, p):
                 e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_7(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2244,12 +2245,12 @@ def _d_OffsetFetchResponse_7(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 7, p, 'null array in Topics')
         else:
@@ -2263,26 +2264,26 @@ def _d_OffsetFetchResponse_7(buf, p):
             o.topics = lst
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2292,12 +2293,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_8(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.metadata = None
         else:
@@ -2308,26 +2309,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_8(buf, p):
             p = q
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2336,12 +2337,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_8(buf, p):
     o = new(_OffsetFetchResponse_OffsetFetchResponseTopics)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 8, p, 'null string in Name')
         else:
@@ -2350,12 +2351,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_8(buf, p):
                 raise DecodeError('OffsetFetchResponse', 8, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 8, p, 'null array in Partitions')
         else:
@@ -2367,26 +2368,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_8(buf, p):
                 e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_8(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2394,12 +2395,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_8(buf, p):
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_8(buf, p):
     o = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 8, p, 'null string in GroupId')
         else:
@@ -2408,12 +2409,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_8(buf, p):
                 raise DecodeError('OffsetFetchResponse', 8, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 8, p, 'null array in Topics')
         else:
@@ -2427,26 +2428,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_8(buf, p):
             o.topics = lst
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2458,12 +2459,12 @@ def _d_OffsetFetchResponse_8(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 8, p, 'null array in Groups')
         else:
@@ -2475,26 +2476,26 @@ def _d_OffsetFetchResponse_8(buf, p):
                 e, p = _d_OffsetFetchResponse_OffsetFetchResponseGroup_8(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 8, p, _reason(e)) from None
     return o, p
@@ -2504,12 +2505,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_9(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.metadata = None
         else:
@@ -2520,26 +2521,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_9(buf, p):
             p = q
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2548,12 +2549,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_9(buf, p):
     o = new(_OffsetFetchResponse_OffsetFetchResponseTopics)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 9, p, 'null string in Name')
         else:
@@ -2562,12 +2563,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_9(buf, p):
                 raise DecodeError('OffsetFetchResponse', 9, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 9, p, 'null array in Partitions')
         else:
@@ -2579,26 +2580,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_9(buf, p):
                 e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_9(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2606,12 +2607,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_9(buf, p):
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_9(buf, p):
     o = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 9, p, 'null string in GroupId')
         else:
@@ -2620,12 +2621,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_9(buf, p):
                 raise DecodeError('OffsetFetchResponse', 9, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 9, p, 'null array in Topics')
         else:
@@ -2639,26 +2640,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_9(buf, p):
             o.topics = lst
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2670,12 +2671,12 @@ def _d_OffsetFetchResponse_9(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 9, p, 'null array in Groups')
         else:
@@ -2687,26 +2688,26 @@ def _d_OffsetFetchResponse_9(buf, p):
                 e, p = _d_OffsetFetchResponse_OffsetFetchResponseGroup_9(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2716,12 +2717,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_10(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.metadata = None
         else:
@@ -2732,26 +2733,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_10(buf, p):
             p = q
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2762,12 +2763,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_10(buf, p):
     try:
         o.topic_id, = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 10, p, 'null array in Partitions')
         else:
@@ -2779,26 +2780,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_10(buf, p):
                 e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_10(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2806,12 +2807,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseTopics_10(buf, p):
 def _d_OffsetFetchResponse_OffsetFetchResponseGroup_10(buf, p):
     o = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 10, p, 'null string in GroupId')
         else:
@@ -2820,12 +2821,12 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_10(buf, p):
                 raise DecodeError('OffsetFetchResponse', 10, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 10, p, 'null array in Topics')
         else:
@@ -2839,26 +2840,26 @@ def _d_OffsetFetchResponse_OffsetFetchResponseGroup_10(buf, p):
             o.topics = lst
         o.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2870,12 +2871,12 @@ def _d_OffsetFetchResponse_10(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 10, p, 'null array in Groups')
         else:
@@ -2887,26 +2888,26 @@ def _d_OffsetFetchResponse_10(buf, p):
                 e, p = _d_OffsetFetchResponse_OffsetFetchResponseGroup_10(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 10, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -323,26 +324,26 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_4(buf, p):
     try:
         o.partition, o.current_leader_epoch, o.leader_epoch = _S_3.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochRequest', 4, p, _reason(e)) from None
     return o, p
@@ -350,12 +351,12 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_4(buf, p):
 def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_4(buf, p):
     o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'null string in Topic')
         else:
@@ -364,12 +365,12 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_4(buf, p):
                 raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'null array in Partitions')
         else:
@@ -381,26 +382,26 @@ def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_4(buf, p):
                 e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_4(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochRequest', 4, p, _reason(e)) from None
     return o, p
@@ -410,12 +411,12 @@ def _d_OffsetForLeaderEpochRequest_4(buf, p):
     try:
         o.replica_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'null array in Topics')
         else:
@@ -427,26 +428,26 @@ def _d_OffsetForLeaderEpochRequest_4(buf, p):
                 e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_4(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochRequest', 4, p, _reason(e)) from None
     return o, p
@@ -849,26 +850,26 @@ def _d_OffsetForLeaderEpochResponse_EpochEndOffset_4(buf, p):
     try:
         o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_5.unpack_from(buf, p)
         p += 18
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochResponse', 4, p, _reason(e)) from None
     return o, p
@@ -876,12 +877,12 @@ def _d_OffsetForLeaderEpochResponse_EpochEndOffset_4(buf, p):
 def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_4(buf, p):
     o = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'null string in Topic')
         else:
@@ -890,12 +891,12 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_4(buf, p):
                 raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'null array in Partitions')
         else:
@@ -907,26 +908,26 @@ def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_4(buf, p):
                 e, p = _d_OffsetForLeaderEpochResponse_EpochEndOffset_4(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochResponse', 4, p, _reason(e)) from None
     return o, p
@@ -936,12 +937,12 @@ def _d_OffsetForLeaderEpochResponse_4(buf, p):
     try:
         o.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'null array in Topics')
         else:
@@ -953,26 +954,26 @@ def _d_OffsetForLeaderEpochResponse_4(buf, p):
                 e, p = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_4(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochResponse', 4, p, _reason(e)) from None
     return o, p

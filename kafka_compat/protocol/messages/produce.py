@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>hi')
@@ -810,12 +811,12 @@ def _d_ProduceRequest_PartitionProduceData_9(buf, p):
     try:
         o.index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -824,26 +825,26 @@ def _d_ProduceRequest_PartitionProduceData_9(buf, p):
                 raise DecodeError('ProduceRequest', 9, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 9, p, _reason(e)) from None
     return o, p
@@ -852,12 +853,12 @@ def _d_ProduceRequest_TopicProduceData_9(buf, p):
     o = new(_ProduceRequest_TopicProduceData)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 9, p, 'null string in Name')
         else:
@@ -866,12 +867,12 @@ def _d_ProduceRequest_TopicProduceData_9(buf, p):
                 raise DecodeError('ProduceRequest', 9, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 9, p, 'null array in PartitionData')
         else:
@@ -883,26 +884,26 @@ def _d_ProduceRequest_TopicProduceData_9(buf, p):
                 e, p = _d_ProduceRequest_PartitionProduceData_9(buf, p)
                 app(e)
             o.partition_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 9, p, _reason(e)) from None
     return o, p
@@ -910,12 +911,12 @@ def _d_ProduceRequest_TopicProduceData_9(buf, p):
 def _d_ProduceRequest_9(buf, p):
     o = new(ProduceRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.transactional_id = None
         else:
@@ -926,12 +927,12 @@ def _d_ProduceRequest_9(buf, p):
             p = q
         o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 9, p, 'null array in TopicData')
         else:
@@ -943,26 +944,26 @@ def _d_ProduceRequest_9(buf, p):
                 e, p = _d_ProduceRequest_TopicProduceData_9(buf, p)
                 app(e)
             o.topic_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 9, p, _reason(e)) from None
     return o, p
@@ -972,12 +973,12 @@ def _d_ProduceRequest_PartitionProduceData_10(buf, p):
     try:
         o.index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -986,26 +987,26 @@ def _d_ProduceRequest_PartitionProduceData_10(buf, p):
                 raise DecodeError('ProduceRequest', 10, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 10, p, _reason(e)) from None
     return o, p
@@ -1014,12 +1015,12 @@ def _d_ProduceRequest_TopicProduceData_10(buf, p):
     o = new(_ProduceRequest_TopicProduceData)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 10, p, 'null string in Name')
         else:
@@ -1028,12 +1029,12 @@ def _d_ProduceRequest_TopicProduceData_10(buf, p):
                 raise DecodeError('ProduceRequest', 10, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 10, p, 'null array in PartitionData')
         else:
@@ -1045,26 +1046,26 @@ def _d_ProduceRequest_TopicProduceData_10(buf, p):
                 e, p = _d_ProduceRequest_PartitionProduceData_10(buf, p)
                 app(e)
             o.partition_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 10, p, _reason(e)) from None
     return o, p
@@ -1072,12 +1073,12 @@ def _d_ProduceRequest_TopicProduceData_10(buf, p):
 def _d_ProduceRequest_10(buf, p):
     o = new(ProduceRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.transactional_id = None
         else:
@@ -1088,12 +1089,12 @@ def _d_ProduceRequest_10(buf, p):
             p = q
         o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 10, p, 'null array in TopicData')
         else:
@@ -1105,26 +1106,26 @@ def _d_ProduceRequest_10(buf, p):
                 e, p = _d_ProduceRequest_TopicProduceData_10(buf, p)
                 app(e)
             o.topic_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 10, p, _reason(e)) from None
     return o, p
@@ -1134,12 +1135,12 @@ def _d_ProduceRequest_PartitionProduceData_11(buf, p):
     try:
         o.index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -1148,26 +1149,26 @@ def _d_ProduceRequest_PartitionProduceData_11(buf, p):
                 raise DecodeError('ProduceRequest', 11, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 11, p, _reason(e)) from None
     return o, p
@@ -1176,12 +1177,12 @@ def _d_ProduceRequest_TopicProduceData_11(buf, p):
     o = new(_ProduceRequest_TopicProduceData)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 11, p, 'null string in Name')
         else:
@@ -1190,12 +1191,12 @@ def _d_ProduceRequest_TopicProduceData_11(buf, p):
                 raise DecodeError('ProduceRequest', 11, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 11, p, 'null array in PartitionData')
         else:
@@ -1207,26 +1208,26 @@ def _d_ProduceRequest_TopicProduceData_11(buf, p):
                 e, p = _d_ProduceRequest_PartitionProduceData_11(buf, p)
                 app(e)
             o.partition_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 11, p, _reason(e)) from None
     return o, p
@@ -1234,12 +1235,12 @@ def _d_ProduceRequest_TopicProduceData_11(buf, p):
 def _d_ProduceRequest_11(buf, p):
     o = new(ProduceRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.transactional_id = None
         else:
@@ -1250,12 +1251,12 @@ def _d_ProduceRequest_11(buf, p):
             p = q
         o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 11, p, 'null array in TopicData')
         else:
@@ -1267,26 +1268,26 @@ def _d_ProduceRequest_11(buf, p):
                 e, p = _d_ProduceRequest_TopicProduceData_11(buf, p)
                 app(e)
             o.topic_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 11, p, _reason(e)) from None
     return o, p
@@ -1296,12 +1297,12 @@ def _d_ProduceRequest_PartitionProduceData_12(buf, p):
     try:
         o.index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -1310,26 +1311,26 @@ def _d_ProduceRequest_PartitionProduceData_12(buf, p):
                 raise DecodeError('ProduceRequest', 12, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 12, p, _reason(e)) from None
     return o, p
@@ -1338,12 +1339,12 @@ def _d_ProduceRequest_TopicProduceData_12(buf, p):
     o = new(_ProduceRequest_TopicProduceData)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 12, p, 'null string in Name')
         else:
@@ -1352,12 +1353,12 @@ def _d_ProduceRequest_TopicProduceData_12(buf, p):
                 raise DecodeError('ProduceRequest', 12, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 12, p, 'null array in PartitionData')
         else:
@@ -1369,26 +1370,26 @@ def _d_ProduceRequest_TopicProduceData_12(buf, p):
                 e, p = _d_ProduceRequest_PartitionProduceData_12(buf, p)
                 app(e)
             o.partition_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 12, p, _reason(e)) from None
     return o, p
@@ -1396,12 +1397,12 @@ def _d_ProduceRequest_TopicProduceData_12(buf, p):
 def _d_ProduceRequest_12(buf, p):
     o = new(ProduceRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.transactional_id = None
         else:
@@ -1412,12 +1413,12 @@ def _d_ProduceRequest_12(buf, p):
             p = q
         o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 12, p, 'null array in TopicData')
         else:
@@ -1429,26 +1430,26 @@ def _d_ProduceRequest_12(buf, p):
                 e, p = _d_ProduceRequest_TopicProduceData_12(buf, p)
                 app(e)
             o.topic_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 12, p, _reason(e)) from None
     return o, p
@@ -1458,12 +1459,12 @@ def _d_ProduceRequest_PartitionProduceData_13(buf, p):
     try:
         o.index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.records = None
         else:
@@ -1472,26 +1473,26 @@ def _d_ProduceRequest_PartitionProduceData_13(buf, p):
                 raise DecodeError('ProduceRequest', 13, p, 'Records runs past the frame')
             o.records = buf[p:q]
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 13, p, _reason(e)) from None
     return o, p
@@ -1502,12 +1503,12 @@ def _d_ProduceRequest_TopicProduceData_13(buf, p):
     try:
         o.topic_id, = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 13, p, 'null array in PartitionData')
         else:
@@ -1519,26 +1520,26 @@ def _d_ProduceRequest_TopicProduceData_13(buf, p):
                 e, p = _d_ProduceRequest_PartitionProduceData_13(buf, p)
                 app(e)
             o.partition_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 13, p, _reason(e)) from None
     return o, p
@@ -1546,12 +1547,12 @@ def _d_ProduceRequest_TopicProduceData_13(buf, p):
 def _d_ProduceRequest_13(buf, p):
     o = new(ProduceRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.transactional_id = None
         else:
@@ -1562,12 +1563,12 @@ def _d_ProduceRequest_13(buf, p):
             p = q
         o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceRequest', 13, p, 'null array in TopicData')
         else:
@@ -1579,26 +1580,26 @@ def _d_ProduceRequest_13(buf, p):
                 e, p = _d_ProduceRequest_TopicProduceData_13(buf, p)
                 app(e)
             o.topic_data = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 13, p, _reason(e)) from None
     return o, p
@@ -2523,12 +2524,12 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_9(buf, p):
     try:
         o.batch_index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.batch_index_error_message = None
         else:
@@ -2537,26 +2538,26 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_9(buf, p):
                 raise DecodeError('ProduceResponse', 9, p, 'BatchIndexErrorMessage runs past the frame')
             o.batch_index_error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2567,12 +2568,12 @@ def _d_ProduceResponse_PartitionProduceResponse_9(buf, p):
     try:
         o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 9, p, 'null array in RecordErrors')
         else:
@@ -2584,12 +2585,12 @@ def _d_ProduceResponse_PartitionProduceResponse_9(buf, p):
                 e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_9(buf, p)
                 app(e)
             o.record_errors = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -2598,26 +2599,26 @@ def _d_ProduceResponse_PartitionProduceResponse_9(buf, p):
                 raise DecodeError('ProduceResponse', 9, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2626,12 +2627,12 @@ def _d_ProduceResponse_TopicProduceResponse_9(buf, p):
     o = new(_ProduceResponse_TopicProduceResponse)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 9, p, 'null string in Name')
         else:
@@ -2640,12 +2641,12 @@ def _d_ProduceResponse_TopicProduceResponse_9(buf, p):
                 raise DecodeError('ProduceResponse', 9, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 9, p, 'null array in PartitionResponses')
         else:
@@ -2657,26 +2658,26 @@ def _d_ProduceResponse_TopicProduceResponse_9(buf, p):
                 e, p = _d_ProduceResponse_PartitionProduceResponse_9(buf, p)
                 app(e)
             o.partition_responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2685,12 +2686,12 @@ def _d_ProduceResponse_9(buf, p):
     o = new(ProduceResponse)
     o.node_endpoints = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 9, p, 'null array in Responses')
         else:
@@ -2704,26 +2705,26 @@ def _d_ProduceResponse_9(buf, p):
             o.responses = lst
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 9, p, _reason(e)) from None
     return o, p
@@ -2733,12 +2734,12 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_10(buf, p):
     try:
         o.batch_index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.batch_index_error_message = None
         else:
@@ -2747,26 +2748,26 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_10(buf, p):
                 raise DecodeError('ProduceResponse', 10, p, 'BatchIndexErrorMessage runs past the frame')
             o.batch_index_error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2776,26 +2777,26 @@ def _d_ProduceResponse_LeaderIdAndEpoch_10(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2806,12 +2807,12 @@ def _d_ProduceResponse_PartitionProduceResponse_10(buf, p):
     try:
         o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 10, p, 'null array in RecordErrors')
         else:
@@ -2823,12 +2824,12 @@ def _d_ProduceResponse_PartitionProduceResponse_10(buf, p):
                 e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_10(buf, p)
                 app(e)
             o.record_errors = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -2837,32 +2838,32 @@ def _d_ProduceResponse_PartitionProduceResponse_10(buf, p):
                 raise DecodeError('ProduceResponse', 10, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_10(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_10(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2871,12 +2872,12 @@ def _d_ProduceResponse_TopicProduceResponse_10(buf, p):
     o = new(_ProduceResponse_TopicProduceResponse)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 10, p, 'null string in Name')
         else:
@@ -2885,12 +2886,12 @@ def _d_ProduceResponse_TopicProduceResponse_10(buf, p):
                 raise DecodeError('ProduceResponse', 10, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 10, p, 'null array in PartitionResponses')
         else:
@@ -2902,26 +2903,26 @@ def _d_ProduceResponse_TopicProduceResponse_10(buf, p):
                 e, p = _d_ProduceResponse_PartitionProduceResponse_10(buf, p)
                 app(e)
             o.partition_responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2931,12 +2932,12 @@ def _d_ProduceResponse_NodeEndpoint_10(buf, p):
     try:
         o.node_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 10, p, 'null string in Host')
         else:
@@ -2947,12 +2948,12 @@ def _d_ProduceResponse_NodeEndpoint_10(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -2961,26 +2962,26 @@ def _d_ProduceResponse_NodeEndpoint_10(buf, p):
                 raise DecodeError('ProduceResponse', 10, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
     return o, p
@@ -2989,12 +2990,12 @@ def _d_ProduceResponse_10(buf, p):
     o = new(ProduceResponse)
     o.node_endpoints = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 10, p, 'null array in Responses')
         else:
@@ -3008,48 +3009,48 @@ def _d_ProduceResponse_10(buf, p):
             o.responses = lst
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 10, p, 'null array in NodeEndpoints')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('ProduceResponse', 10, p, 'array NodeEndpoints longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_ProduceResponse_NodeEndpoint_10(buf, p)
+                                app(e)
+                            o.node_endpoints = lst
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('ProduceResponse', 10, p, 'null array in NodeEndpoints')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('ProduceResponse', 10, p, 'array NodeEndpoints longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_ProduceResponse_NodeEndpoint_10(buf, p)
-                            app(e)
-                        o.node_endpoints = lst
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
     return o, p
@@ -3059,12 +3060,12 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_11(buf, p):
     try:
         o.batch_index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.batch_index_error_message = None
         else:
@@ -3073,26 +3074,26 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_11(buf, p):
                 raise DecodeError('ProduceResponse', 11, p, 'BatchIndexErrorMessage runs past the frame')
             o.batch_index_error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3102,26 +3103,26 @@ def _d_ProduceResponse_LeaderIdAndEpoch_11(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3132,12 +3133,12 @@ def _d_ProduceResponse_PartitionProduceResponse_11(buf, p):
     try:
         o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 11, p, 'null array in RecordErrors')
         else:
@@ -3149,12 +3150,12 @@ def _d_ProduceResponse_PartitionProduceResponse_11(buf, p):
                 e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_11(buf, p)
                 app(e)
             o.record_errors = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -3163,32 +3164,32 @@ def _d_ProduceResponse_PartitionProduceResponse_11(buf, p):
                 raise DecodeError('ProduceResponse', 11, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_11(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_11(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3197,12 +3198,12 @@ def _d_ProduceResponse_TopicProduceResponse_11(buf, p):
     o = new(_ProduceResponse_TopicProduceResponse)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 11, p, 'null string in Name')
         else:
@@ -3211,12 +3212,12 @@ def _d_ProduceResponse_TopicProduceResponse_11(buf, p):
                 raise DecodeError('ProduceResponse', 11, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 11, p, 'null array in PartitionResponses')
         else:
@@ -3228,26 +3229,26 @@ def _d_ProduceResponse_TopicProduceResponse_11(buf, p):
                 e, p = _d_ProduceResponse_PartitionProduceResponse_11(buf, p)
                 app(e)
             o.partition_responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3257,12 +3258,12 @@ def _d_ProduceResponse_NodeEndpoint_11(buf, p):
     try:
         o.node_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 11, p, 'null string in Host')
         else:
@@ -3273,12 +3274,12 @@ def _d_ProduceResponse_NodeEndpoint_11(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -3287,26 +3288,26 @@ def _d_ProduceResponse_NodeEndpoint_11(buf, p):
                 raise DecodeError('ProduceResponse', 11, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3315,12 +3316,12 @@ def _d_ProduceResponse_11(buf, p):
     o = new(ProduceResponse)
     o.node_endpoints = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 11, p, 'null array in Responses')
         else:
@@ -3334,48 +3335,48 @@ def _d_ProduceResponse_11(buf, p):
             o.responses = lst
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 11, p, 'null array in NodeEndpoints')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('ProduceResponse', 11, p, 'array NodeEndpoints longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_ProduceResponse_NodeEndpoint_11(buf, p)
+                                app(e)
+                            o.node_endpoints = lst
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('ProduceResponse', 11, p, 'null array in NodeEndpoints')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('ProduceResponse', 11, p, 'array NodeEndpoints longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_ProduceResponse_NodeEndpoint_11(buf, p)
-                            app(e)
-                        o.node_endpoints = lst
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
     return o, p
@@ -3385,12 +3386,12 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_12(buf, p):
     try:
         o.batch_index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.batch_index_error_message = None
         else:
@@ -3399,26 +3400,26 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_12(buf, p):
                 raise DecodeError('ProduceResponse', 12, p, 'BatchIndexErrorMessage runs past the frame')
             o.batch_index_error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3428,26 +3429,26 @@ def _d_ProduceResponse_LeaderIdAndEpoch_12(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3458,12 +3459,12 @@ def _d_ProduceResponse_PartitionProduceResponse_12(buf, p):
     try:
         o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 12, p, 'null array in RecordErrors')
         else:
@@ -3475,12 +3476,12 @@ def _d_ProduceResponse_PartitionProduceResponse_12(buf, p):
                 e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_12(buf, p)
                 app(e)
             o.record_errors = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -3489,32 +3490,32 @@ def _d_ProduceResponse_PartitionProduceResponse_12(buf, p):
                 raise DecodeError('ProduceResponse', 12, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_12(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_12(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3523,12 +3524,12 @@ def _d_ProduceResponse_TopicProduceResponse_12(buf, p):
     o = new(_ProduceResponse_TopicProduceResponse)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 12, p, 'null string in Name')
         else:
@@ -3537,12 +3538,12 @@ def _d_ProduceResponse_TopicProduceResponse_12(buf, p):
                 raise DecodeError('ProduceResponse', 12, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 12, p, 'null array in PartitionResponses')
         else:
@@ -3554,26 +3555,26 @@ def _d_ProduceResponse_TopicProduceResponse_12(buf, p):
                 e, p = _d_ProduceResponse_PartitionProduceResponse_12(buf, p)
                 app(e)
             o.partition_responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3583,12 +3584,12 @@ def _d_ProduceResponse_NodeEndpoint_12(buf, p):
     try:
         o.node_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 12, p, 'null string in Host')
         else:
@@ -3599,12 +3600,12 @@ def _d_ProduceResponse_NodeEndpoint_12(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -3613,26 +3614,26 @@ def _d_ProduceResponse_NodeEndpoint_12(buf, p):
                 raise DecodeError('ProduceResponse', 12, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3641,12 +3642,12 @@ def _d_ProduceResponse_12(buf, p):
     o = new(ProduceResponse)
     o.node_endpoints = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 12, p, 'null array in Responses')
         else:
@@ -3660,48 +3661,48 @@ def _d_ProduceResponse_12(buf, p):
             o.responses = lst
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 12, p, 'null array in NodeEndpoints')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('ProduceResponse', 12, p, 'array NodeEndpoints longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_ProduceResponse_NodeEndpoint_12(buf, p)
+                                app(e)
+                            o.node_endpoints = lst
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('ProduceResponse', 12, p, 'null array in NodeEndpoints')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('ProduceResponse', 12, p, 'array NodeEndpoints longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_ProduceResponse_NodeEndpoint_12(buf, p)
-                            app(e)
-                        o.node_endpoints = lst
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
     return o, p
@@ -3711,12 +3712,12 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_13(buf, p):
     try:
         o.batch_index, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.batch_index_error_message = None
         else:
@@ -3725,26 +3726,26 @@ def _d_ProduceResponse_BatchIndexAndErrorMessage_13(buf, p):
                 raise DecodeError('ProduceResponse', 13, p, 'BatchIndexErrorMessage runs past the frame')
             o.batch_index_error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
     return o, p
@@ -3754,26 +3755,26 @@ def _d_ProduceResponse_LeaderIdAndEpoch_13(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
     return o, p
@@ -3784,12 +3785,12 @@ def _d_ProduceResponse_PartitionProduceResponse_13(buf, p):
     try:
         o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
         p += 30
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 13, p, 'null array in RecordErrors')
         else:
@@ -3801,12 +3802,12 @@ def _d_ProduceResponse_PartitionProduceResponse_13(buf, p):
                 e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_13(buf, p)
                 app(e)
             o.record_errors = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -3815,32 +3816,32 @@ def _d_ProduceResponse_PartitionProduceResponse_13(buf, p):
                 raise DecodeError('ProduceResponse', 13, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_13(buf, p)
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_13(buf, p)
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
     return o, p
@@ -3851,12 +3852,12 @@ def _d_ProduceResponse_TopicProduceResponse_13(buf, p):
     try:
         o.topic_id, = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 13, p, 'null array in PartitionResponses')
         else:
@@ -3868,26 +3869,26 @@ def _d_ProduceResponse_TopicProduceResponse_13(buf, p):
                 e, p = _d_ProduceResponse_PartitionProduceResponse_13(buf, p)
                 app(e)
             o.partition_responses = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
     return o, p
@@ -3897,12 +3898,12 @@ def _d_ProduceResponse_NodeEndpoint_13(buf, p):
     try:
         o.node_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 13, p, 'null string in Host')
         else:
@@ -3913,12 +3914,12 @@ def _d_ProduceResponse_NodeEndpoint_13(buf, p):
             p = q
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -3927,26 +3928,26 @@ def _d_ProduceResponse_NodeEndpoint_13(buf, p):
                 raise DecodeError('ProduceResponse', 13, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
     return o, p
@@ -3955,12 +3956,12 @@ def _d_ProduceResponse_13(buf, p):
     o = new(ProduceResponse)
     o.node_endpoints = []
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ProduceResponse', 13, p, 'null array in Responses')
         else:
@@ -3974,48 +3975,48 @@ def _d_ProduceResponse_13(buf, p):
             o.responses = lst
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    n = buf[p]
-                    if n < 128:
-                        p += 1
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 13, p, 'null array in NodeEndpoints')
+                        else:
+                            if n > len(buf) - p:
+                                raise DecodeError('ProduceResponse', 13, p, 'array NodeEndpoints longer than the frame')
+                            lst = []
+                            app = lst.append
+                            for _ in range(n):
+                                e, p = _d_ProduceResponse_NodeEndpoint_13(buf, p)
+                                app(e)
+                            o.node_endpoints = lst
+                        buf = whole
                     else:
-                        n, p = read_uvarint(buf, p)
-                    n -= 1
-                    if n < 0:
-                        raise DecodeError('ProduceResponse', 13, p, 'null array in NodeEndpoints')
-                    else:
-                        if n > len(buf) - p:
-                            raise DecodeError('ProduceResponse', 13, p, 'array NodeEndpoints longer than the frame')
-                        lst = []
-                        app = lst.append
-                        for _ in range(n):
-                            e, p = _d_ProduceResponse_NodeEndpoint_13(buf, p)
-                            app(e)
-                        o.node_endpoints = lst
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
     return o, p
@@ -4244,7 +4245,7 @@ def _e_ProduceResponse_PartitionProduceResponse_10(o, b, h):
     u = o.unknown_tags
     tg = []
     x = o.current_leader
-    if x is not None and x != _ProduceResponse_LeaderIdAndEpoch():
+    if x is not None and _nd_ProduceResponse_LeaderIdAndEpoch(x):
         t = bytearray()
         _e_ProduceResponse_LeaderIdAndEpoch_10(x, t, h)
         tg.append((0, t))
@@ -4377,6 +4378,11 @@ def _e_ProduceResponse_13(o, b, h):
         tg.extend(u)
         tg.sort(key=_first)
     _write_tags(b, tg)
+
+def _nd_ProduceResponse_LeaderIdAndEpoch(x):
+    return ((x.leader_id != -1)
+            or (x.leader_epoch != -1)
+            or bool(x.unknown_tags))
 
 ProduceResponse._DEC = {0: _d_ProduceResponse_0, 1: _d_ProduceResponse_1, 2: _d_ProduceResponse_2, 3: _d_ProduceResponse_3, 4: _d_ProduceResponse_4, 5: _d_ProduceResponse_5, 6: _d_ProduceResponse_6, 7: _d_ProduceResponse_7, 8: _d_ProduceResponse_8, 9: _d_ProduceResponse_9, 10: _d_ProduceResponse_10, 11: _d_ProduceResponse_11, 12: _d_ProduceResponse_12, 13: _d_ProduceResponse_13}
 ProduceResponse._ENC = {0: _e_ProduceResponse_0, 1: _e_ProduceResponse_1, 2: _e_ProduceResponse_2, 3: _e_ProduceResponse_2, 4: _e_ProduceResponse_2, 5: _e_ProduceResponse_5, 6: _e_ProduceResponse_5, 7: _e_ProduceResponse_5, 8: _e_ProduceResponse_8, 9: _e_ProduceResponse_9, 10: _e_ProduceResponse_10, 11: _e_ProduceResponse_10, 12: _e_ProduceResponse_10, 13: _e_ProduceResponse_13}

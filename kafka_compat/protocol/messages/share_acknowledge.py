@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -83,39 +84,39 @@ def _d_ShareAcknowledgeRequest_AcknowledgementBatch_0(buf, p):
     try:
         o.first_offset, o.last_offset = _S_2.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in AcknowledgeTypes')
         else:
             if n * 1 > len(buf) - p:
                 raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list(_unpack_from('>%db' % n, buf, p))
+            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
             p += n * 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 0, p, _reason(e)) from None
     return o, p
@@ -125,12 +126,12 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_0(buf, p):
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in AcknowledgementBatches')
         else:
@@ -142,26 +143,26 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_0(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgementBatch_0(buf, p)
                 app(e)
             o.acknowledgement_batches = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 0, p, _reason(e)) from None
     return o, p
@@ -171,12 +172,12 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in Partitions')
         else:
@@ -188,26 +189,26 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgePartition_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 0, p, _reason(e)) from None
     return o, p
@@ -216,12 +217,12 @@ def _d_ShareAcknowledgeRequest_0(buf, p):
     o = new(ShareAcknowledgeRequest)
     o.is_renew_ack = False
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_id = None
         else:
@@ -230,12 +231,12 @@ def _d_ShareAcknowledgeRequest_0(buf, p):
                 raise DecodeError('ShareAcknowledgeRequest', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -246,12 +247,12 @@ def _d_ShareAcknowledgeRequest_0(buf, p):
             p = q
         o.share_session_epoch, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in Topics')
         else:
@@ -263,26 +264,26 @@ def _d_ShareAcknowledgeRequest_0(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 0, p, _reason(e)) from None
     return o, p
@@ -292,39 +293,39 @@ def _d_ShareAcknowledgeRequest_AcknowledgementBatch_1(buf, p):
     try:
         o.first_offset, o.last_offset = _S_2.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in AcknowledgeTypes')
         else:
             if n * 1 > len(buf) - p:
                 raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list(_unpack_from('>%db' % n, buf, p))
+            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
             p += n * 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 1, p, _reason(e)) from None
     return o, p
@@ -334,12 +335,12 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_1(buf, p):
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in AcknowledgementBatches')
         else:
@@ -351,26 +352,26 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_1(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgementBatch_1(buf, p)
                 app(e)
             o.acknowledgement_batches = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 1, p, _reason(e)) from None
     return o, p
@@ -380,12 +381,12 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_1(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in Partitions')
         else:
@@ -397,26 +398,26 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_1(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgePartition_1(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 1, p, _reason(e)) from None
     return o, p
@@ -425,12 +426,12 @@ def _d_ShareAcknowledgeRequest_1(buf, p):
     o = new(ShareAcknowledgeRequest)
     o.is_renew_ack = False
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_id = None
         else:
@@ -439,12 +440,12 @@ def _d_ShareAcknowledgeRequest_1(buf, p):
                 raise DecodeError('ShareAcknowledgeRequest', 1, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -455,12 +456,12 @@ def _d_ShareAcknowledgeRequest_1(buf, p):
             p = q
         o.share_session_epoch, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in Topics')
         else:
@@ -472,26 +473,26 @@ def _d_ShareAcknowledgeRequest_1(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgeTopic_1(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 1, p, _reason(e)) from None
     return o, p
@@ -501,39 +502,39 @@ def _d_ShareAcknowledgeRequest_AcknowledgementBatch_2(buf, p):
     try:
         o.first_offset, o.last_offset = _S_2.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in AcknowledgeTypes')
         else:
             if n * 1 > len(buf) - p:
                 raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list(_unpack_from('>%db' % n, buf, p))
+            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
             p += n * 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 2, p, _reason(e)) from None
     return o, p
@@ -543,12 +544,12 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_2(buf, p):
     try:
         o.partition_index, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in AcknowledgementBatches')
         else:
@@ -560,26 +561,26 @@ def _d_ShareAcknowledgeRequest_AcknowledgePartition_2(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgementBatch_2(buf, p)
                 app(e)
             o.acknowledgement_batches = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 2, p, _reason(e)) from None
     return o, p
@@ -589,12 +590,12 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_2(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in Partitions')
         else:
@@ -606,26 +607,26 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_2(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgePartition_2(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 2, p, _reason(e)) from None
     return o, p
@@ -633,12 +634,12 @@ def _d_ShareAcknowledgeRequest_AcknowledgeTopic_2(buf, p):
 def _d_ShareAcknowledgeRequest_2(buf, p):
     o = new(ShareAcknowledgeRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_id = None
         else:
@@ -647,12 +648,12 @@ def _d_ShareAcknowledgeRequest_2(buf, p):
                 raise DecodeError('ShareAcknowledgeRequest', 2, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -663,12 +664,12 @@ def _d_ShareAcknowledgeRequest_2(buf, p):
             p = q
         o.share_session_epoch, o.is_renew_ack = _S_3.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in Topics')
         else:
@@ -680,26 +681,26 @@ def _d_ShareAcknowledgeRequest_2(buf, p):
                 e, p = _d_ShareAcknowledgeRequest_AcknowledgeTopic_2(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 2, p, _reason(e)) from None
     return o, p
@@ -908,26 +909,26 @@ def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_5.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -937,12 +938,12 @@ def _d_ShareAcknowledgeResponse_PartitionData_0(buf, p):
     try:
         o.partition_index, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -952,26 +953,26 @@ def _d_ShareAcknowledgeResponse_PartitionData_0(buf, p):
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
         o.current_leader, p = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -981,12 +982,12 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null array in Partitions')
         else:
@@ -998,26 +999,26 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_PartitionData_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1027,12 +1028,12 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_0(buf, p):
     try:
         o.node_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null string in Host')
         else:
@@ -1043,12 +1044,12 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_0(buf, p):
             p = q
         o.port, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -1057,26 +1058,26 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_0(buf, p):
                 raise DecodeError('ShareAcknowledgeResponse', 0, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1087,12 +1088,12 @@ def _d_ShareAcknowledgeResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1101,12 +1102,12 @@ def _d_ShareAcknowledgeResponse_0(buf, p):
                 raise DecodeError('ShareAcknowledgeResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null array in Responses')
         else:
@@ -1118,12 +1119,12 @@ def _d_ShareAcknowledgeResponse_0(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null array in NodeEndpoints')
         else:
@@ -1135,26 +1136,26 @@ def _d_ShareAcknowledgeResponse_0(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_NodeEndpoint_0(buf, p)
                 app(e)
             o.node_endpoints = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1164,26 +1165,26 @@ def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_1(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_5.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -1193,12 +1194,12 @@ def _d_ShareAcknowledgeResponse_PartitionData_1(buf, p):
     try:
         o.partition_index, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1208,26 +1209,26 @@ def _d_ShareAcknowledgeResponse_PartitionData_1(buf, p):
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
         o.current_leader, p = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_1(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -1237,12 +1238,12 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_1(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null array in Partitions')
         else:
@@ -1254,26 +1255,26 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_1(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_PartitionData_1(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -1283,12 +1284,12 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_1(buf, p):
     try:
         o.node_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null string in Host')
         else:
@@ -1299,12 +1300,12 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_1(buf, p):
             p = q
         o.port, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -1313,26 +1314,26 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_1(buf, p):
                 raise DecodeError('ShareAcknowledgeResponse', 1, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -1343,12 +1344,12 @@ def _d_ShareAcknowledgeResponse_1(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1357,12 +1358,12 @@ def _d_ShareAcknowledgeResponse_1(buf, p):
                 raise DecodeError('ShareAcknowledgeResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null array in Responses')
         else:
@@ -1374,12 +1375,12 @@ def _d_ShareAcknowledgeResponse_1(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_1(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null array in NodeEndpoints')
         else:
@@ -1391,26 +1392,26 @@ def _d_ShareAcknowledgeResponse_1(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_NodeEndpoint_1(buf, p)
                 app(e)
             o.node_endpoints = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -1420,26 +1421,26 @@ def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_2(buf, p):
     try:
         o.leader_id, o.leader_epoch = _S_5.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
     return o, p
@@ -1449,12 +1450,12 @@ def _d_ShareAcknowledgeResponse_PartitionData_2(buf, p):
     try:
         o.partition_index, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1464,26 +1465,26 @@ def _d_ShareAcknowledgeResponse_PartitionData_2(buf, p):
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
         o.current_leader, p = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_2(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
     return o, p
@@ -1493,12 +1494,12 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_2(buf, p):
     try:
         o.topic_id, = _S_1.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null array in Partitions')
         else:
@@ -1510,26 +1511,26 @@ def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_2(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_PartitionData_2(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
     return o, p
@@ -1539,12 +1540,12 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_2(buf, p):
     try:
         o.node_id, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null string in Host')
         else:
@@ -1555,12 +1556,12 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_2(buf, p):
             p = q
         o.port, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -1569,26 +1570,26 @@ def _d_ShareAcknowledgeResponse_NodeEndpoint_2(buf, p):
                 raise DecodeError('ShareAcknowledgeResponse', 2, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
     return o, p
@@ -1598,12 +1599,12 @@ def _d_ShareAcknowledgeResponse_2(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1614,12 +1615,12 @@ def _d_ShareAcknowledgeResponse_2(buf, p):
             p = q
         o.acquisition_lock_timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null array in Responses')
         else:
@@ -1631,12 +1632,12 @@ def _d_ShareAcknowledgeResponse_2(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_2(buf, p)
                 app(e)
             o.responses = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null array in NodeEndpoints')
         else:
@@ -1648,26 +1649,26 @@ def _d_ShareAcknowledgeResponse_2(buf, p):
                 e, p = _d_ShareAcknowledgeResponse_NodeEndpoint_2(buf, p)
                 app(e)
             o.node_endpoints = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>?')
@@ -40,12 +41,12 @@ class ShareGroupDescribeRequest(KafkaMessage):
 def _d_ShareGroupDescribeRequest_0(buf, p):
     o = new(ShareGroupDescribeRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeRequest', 0, p, 'null array in GroupIds')
         else:
@@ -54,12 +55,12 @@ def _d_ShareGroupDescribeRequest_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ShareGroupDescribeRequest', 0, p, 'null string in GroupIds')
                 else:
@@ -72,26 +73,26 @@ def _d_ShareGroupDescribeRequest_0(buf, p):
             o.group_ids = lst
         o.include_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeRequest', 0, p, _reason(e)) from None
     return o, p
@@ -99,12 +100,12 @@ def _d_ShareGroupDescribeRequest_0(buf, p):
 def _d_ShareGroupDescribeRequest_1(buf, p):
     o = new(ShareGroupDescribeRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeRequest', 1, p, 'null array in GroupIds')
         else:
@@ -113,12 +114,12 @@ def _d_ShareGroupDescribeRequest_1(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ShareGroupDescribeRequest', 1, p, 'null string in GroupIds')
                 else:
@@ -131,26 +132,26 @@ def _d_ShareGroupDescribeRequest_1(buf, p):
             o.group_ids = lst
         o.include_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeRequest', 1, p, _reason(e)) from None
     return o, p
@@ -263,12 +264,12 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_0(buf, p):
     try:
         o.topic_id, = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null string in TopicName')
         else:
@@ -277,39 +278,39 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_0(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 0, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ShareGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -317,12 +318,12 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_0(buf, p):
 def _d_ShareGroupDescribeResponse_Assignment_0(buf, p):
     o = new(_ShareGroupDescribeResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null array in TopicPartitions')
         else:
@@ -334,26 +335,26 @@ def _d_ShareGroupDescribeResponse_Assignment_0(buf, p):
                 e, p = _d_ShareGroupDescribeResponse_TopicPartitions_0(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -361,12 +362,12 @@ def _d_ShareGroupDescribeResponse_Assignment_0(buf, p):
 def _d_ShareGroupDescribeResponse_Member_0(buf, p):
     o = new(_ShareGroupDescribeResponse_Member)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null string in MemberId')
         else:
@@ -375,12 +376,12 @@ def _d_ShareGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -391,12 +392,12 @@ def _d_ShareGroupDescribeResponse_Member_0(buf, p):
             p = q
         o.member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null string in ClientId')
         else:
@@ -405,12 +406,12 @@ def _d_ShareGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
             o.client_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null string in ClientHost')
         else:
@@ -419,12 +420,12 @@ def _d_ShareGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
             o.client_host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null array in SubscribedTopicNames')
         else:
@@ -433,12 +434,12 @@ def _d_ShareGroupDescribeResponse_Member_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null string in SubscribedTopicNames')
                 else:
@@ -450,26 +451,26 @@ def _d_ShareGroupDescribeResponse_Member_0(buf, p):
                 app(e)
             o.subscribed_topic_names = lst
         o.assignment, p = _d_ShareGroupDescribeResponse_Assignment_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -479,12 +480,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -493,12 +494,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null string in GroupId')
         else:
@@ -507,12 +508,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null string in GroupState')
         else:
@@ -523,12 +524,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, p):
             p = q
         o.group_epoch, o.assignment_epoch = _S_3.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null string in AssignorName')
         else:
@@ -537,12 +538,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 0, p, 'AssignorName runs past the frame')
             o.assignor_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null array in Members')
         else:
@@ -556,26 +557,26 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, p):
             o.members = lst
         o.authorized_operations, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -585,12 +586,12 @@ def _d_ShareGroupDescribeResponse_0(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 0, p, 'null array in Groups')
         else:
@@ -602,26 +603,26 @@ def _d_ShareGroupDescribeResponse_0(buf, p):
                 e, p = _d_ShareGroupDescribeResponse_DescribedGroup_0(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -631,12 +632,12 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_1(buf, p):
     try:
         o.topic_id, = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null string in TopicName')
         else:
@@ -645,39 +646,39 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_1(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 1, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ShareGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -685,12 +686,12 @@ def _d_ShareGroupDescribeResponse_TopicPartitions_1(buf, p):
 def _d_ShareGroupDescribeResponse_Assignment_1(buf, p):
     o = new(_ShareGroupDescribeResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null array in TopicPartitions')
         else:
@@ -702,26 +703,26 @@ def _d_ShareGroupDescribeResponse_Assignment_1(buf, p):
                 e, p = _d_ShareGroupDescribeResponse_TopicPartitions_1(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -729,12 +730,12 @@ def _d_ShareGroupDescribeResponse_Assignment_1(buf, p):
 def _d_ShareGroupDescribeResponse_Member_1(buf, p):
     o = new(_ShareGroupDescribeResponse_Member)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null string in MemberId')
         else:
@@ -743,12 +744,12 @@ def _d_ShareGroupDescribeResponse_Member_1(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 1, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -759,12 +760,12 @@ def _d_ShareGroupDescribeResponse_Member_1(buf, p):
             p = q
         o.member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null string in ClientId')
         else:
@@ -773,12 +774,12 @@ def _d_ShareGroupDescribeResponse_Member_1(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 1, p, 'ClientId runs past the frame')
             o.client_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null string in ClientHost')
         else:
@@ -787,12 +788,12 @@ def _d_ShareGroupDescribeResponse_Member_1(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 1, p, 'ClientHost runs past the frame')
             o.client_host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null array in SubscribedTopicNames')
         else:
@@ -801,12 +802,12 @@ def _d_ShareGroupDescribeResponse_Member_1(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null string in SubscribedTopicNames')
                 else:
@@ -818,26 +819,26 @@ def _d_ShareGroupDescribeResponse_Member_1(buf, p):
                 app(e)
             o.subscribed_topic_names = lst
         o.assignment, p = _d_ShareGroupDescribeResponse_Assignment_1(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -847,12 +848,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_1(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -861,12 +862,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_1(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null string in GroupId')
         else:
@@ -875,12 +876,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_1(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 1, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null string in GroupState')
         else:
@@ -891,12 +892,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_1(buf, p):
             p = q
         o.group_epoch, o.assignment_epoch = _S_3.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null string in AssignorName')
         else:
@@ -905,12 +906,12 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_1(buf, p):
                 raise DecodeError('ShareGroupDescribeResponse', 1, p, 'AssignorName runs past the frame')
             o.assignor_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null array in Members')
         else:
@@ -924,26 +925,26 @@ def _d_ShareGroupDescribeResponse_DescribedGroup_1(buf, p):
             o.members = lst
         o.authorized_operations, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p
@@ -953,12 +954,12 @@ def _d_ShareGroupDescribeResponse_1(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupDescribeResponse', 1, p, 'null array in Groups')
         else:
@@ -970,26 +971,26 @@ def _d_ShareGroupDescribeResponse_1(buf, p):
                 e, p = _d_ShareGroupDescribeResponse_DescribedGroup_1(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupDescribeResponse', 1, p, _reason(e)) from None
     return o, p

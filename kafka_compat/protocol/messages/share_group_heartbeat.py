@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -43,12 +44,12 @@ class ShareGroupHeartbeatRequest(KafkaMessage):
 def _d_ShareGroupHeartbeatRequest_0(buf, p):
     o = new(ShareGroupHeartbeatRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in GroupId')
         else:
@@ -57,12 +58,12 @@ def _d_ShareGroupHeartbeatRequest_0(buf, p):
                 raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in MemberId')
         else:
@@ -73,12 +74,12 @@ def _d_ShareGroupHeartbeatRequest_0(buf, p):
             p = q
         o.member_epoch, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -87,12 +88,12 @@ def _d_ShareGroupHeartbeatRequest_0(buf, p):
                 raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.subscribed_topic_names = None
         else:
@@ -101,12 +102,12 @@ def _d_ShareGroupHeartbeatRequest_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in SubscribedTopicNames')
                 else:
@@ -117,26 +118,26 @@ def _d_ShareGroupHeartbeatRequest_0(buf, p):
                     p = q
                 app(e)
             o.subscribed_topic_names = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -144,12 +145,12 @@ def _d_ShareGroupHeartbeatRequest_0(buf, p):
 def _d_ShareGroupHeartbeatRequest_1(buf, p):
     o = new(ShareGroupHeartbeatRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in GroupId')
         else:
@@ -158,12 +159,12 @@ def _d_ShareGroupHeartbeatRequest_1(buf, p):
                 raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in MemberId')
         else:
@@ -174,12 +175,12 @@ def _d_ShareGroupHeartbeatRequest_1(buf, p):
             p = q
         o.member_epoch, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -188,12 +189,12 @@ def _d_ShareGroupHeartbeatRequest_1(buf, p):
                 raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.subscribed_topic_names = None
         else:
@@ -202,12 +203,12 @@ def _d_ShareGroupHeartbeatRequest_1(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in SubscribedTopicNames')
                 else:
@@ -218,26 +219,26 @@ def _d_ShareGroupHeartbeatRequest_1(buf, p):
                     p = q
                 app(e)
             o.subscribed_topic_names = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatRequest', 1, p, _reason(e)) from None
     return o, p
@@ -348,39 +349,39 @@ def _d_ShareGroupHeartbeatResponse_TopicPartitions_0(buf, p):
     try:
         o.topic_id, = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -388,12 +389,12 @@ def _d_ShareGroupHeartbeatResponse_TopicPartitions_0(buf, p):
 def _d_ShareGroupHeartbeatResponse_Assignment_0(buf, p):
     o = new(_ShareGroupHeartbeatResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'null array in TopicPartitions')
         else:
@@ -405,26 +406,26 @@ def _d_ShareGroupHeartbeatResponse_Assignment_0(buf, p):
                 e, p = _d_ShareGroupHeartbeatResponse_TopicPartitions_0(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -434,12 +435,12 @@ def _d_ShareGroupHeartbeatResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -448,12 +449,12 @@ def _d_ShareGroupHeartbeatResponse_0(buf, p):
                 raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -470,26 +471,26 @@ def _d_ShareGroupHeartbeatResponse_0(buf, p):
         else:
             p += 1
             o.assignment, p = _d_ShareGroupHeartbeatResponse_Assignment_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -499,39 +500,39 @@ def _d_ShareGroupHeartbeatResponse_TopicPartitions_1(buf, p):
     try:
         o.topic_id, = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatResponse', 1, p, _reason(e)) from None
     return o, p
@@ -539,12 +540,12 @@ def _d_ShareGroupHeartbeatResponse_TopicPartitions_1(buf, p):
 def _d_ShareGroupHeartbeatResponse_Assignment_1(buf, p):
     o = new(_ShareGroupHeartbeatResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'null array in TopicPartitions')
         else:
@@ -556,26 +557,26 @@ def _d_ShareGroupHeartbeatResponse_Assignment_1(buf, p):
                 e, p = _d_ShareGroupHeartbeatResponse_TopicPartitions_1(buf, p)
                 app(e)
             o.topic_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatResponse', 1, p, _reason(e)) from None
     return o, p
@@ -585,12 +586,12 @@ def _d_ShareGroupHeartbeatResponse_1(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -599,12 +600,12 @@ def _d_ShareGroupHeartbeatResponse_1(buf, p):
                 raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.member_id = None
         else:
@@ -621,26 +622,26 @@ def _d_ShareGroupHeartbeatResponse_1(buf, p):
         else:
             p += 1
             o.assignment, p = _d_ShareGroupHeartbeatResponse_Assignment_1(buf, p)
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatResponse', 1, p, _reason(e)) from None
     return o, p

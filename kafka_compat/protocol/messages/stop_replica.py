@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>ii?')
@@ -161,7 +162,7 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('StopReplicaRequest', 1, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -197,12 +198,12 @@ def _d_StopReplicaRequest_1(buf, p):
 def _d_StopReplicaRequest_StopReplicaTopicV1_2(buf, p):
     o = new(_StopReplicaRequest_StopReplicaTopicV1)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 2, p, 'null string in Name')
         else:
@@ -211,39 +212,39 @@ def _d_StopReplicaRequest_StopReplicaTopicV1_2(buf, p):
                 raise DecodeError('StopReplicaRequest', 2, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 2, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('StopReplicaRequest', 2, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 2, p, _reason(e)) from None
     return o, p
@@ -256,12 +257,12 @@ def _d_StopReplicaRequest_2(buf, p):
     try:
         o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = _S_3.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 2, p, 'null array in Topics')
         else:
@@ -273,26 +274,26 @@ def _d_StopReplicaRequest_2(buf, p):
                 e, p = _d_StopReplicaRequest_StopReplicaTopicV1_2(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 2, p, _reason(e)) from None
     return o, p
@@ -302,26 +303,26 @@ def _d_StopReplicaRequest_StopReplicaPartitionState_3(buf, p):
     try:
         o.partition_index, o.leader_epoch, o.delete_partition = _S_0.unpack_from(buf, p)
         p += 9
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 3, p, _reason(e)) from None
     return o, p
@@ -329,12 +330,12 @@ def _d_StopReplicaRequest_StopReplicaPartitionState_3(buf, p):
 def _d_StopReplicaRequest_StopReplicaTopicState_3(buf, p):
     o = new(_StopReplicaRequest_StopReplicaTopicState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 3, p, 'null string in TopicName')
         else:
@@ -343,12 +344,12 @@ def _d_StopReplicaRequest_StopReplicaTopicState_3(buf, p):
                 raise DecodeError('StopReplicaRequest', 3, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 3, p, 'null array in PartitionStates')
         else:
@@ -360,26 +361,26 @@ def _d_StopReplicaRequest_StopReplicaTopicState_3(buf, p):
                 e, p = _d_StopReplicaRequest_StopReplicaPartitionState_3(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 3, p, _reason(e)) from None
     return o, p
@@ -393,12 +394,12 @@ def _d_StopReplicaRequest_3(buf, p):
     try:
         o.controller_id, o.controller_epoch, o.broker_epoch = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 3, p, 'null array in TopicStates')
         else:
@@ -410,26 +411,26 @@ def _d_StopReplicaRequest_3(buf, p):
                 e, p = _d_StopReplicaRequest_StopReplicaTopicState_3(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 3, p, _reason(e)) from None
     return o, p
@@ -439,26 +440,26 @@ def _d_StopReplicaRequest_StopReplicaPartitionState_4(buf, p):
     try:
         o.partition_index, o.leader_epoch, o.delete_partition = _S_0.unpack_from(buf, p)
         p += 9
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 4, p, _reason(e)) from None
     return o, p
@@ -466,12 +467,12 @@ def _d_StopReplicaRequest_StopReplicaPartitionState_4(buf, p):
 def _d_StopReplicaRequest_StopReplicaTopicState_4(buf, p):
     o = new(_StopReplicaRequest_StopReplicaTopicState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 4, p, 'null string in TopicName')
         else:
@@ -480,12 +481,12 @@ def _d_StopReplicaRequest_StopReplicaTopicState_4(buf, p):
                 raise DecodeError('StopReplicaRequest', 4, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 4, p, 'null array in PartitionStates')
         else:
@@ -497,26 +498,26 @@ def _d_StopReplicaRequest_StopReplicaTopicState_4(buf, p):
                 e, p = _d_StopReplicaRequest_StopReplicaPartitionState_4(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 4, p, _reason(e)) from None
     return o, p
@@ -529,12 +530,12 @@ def _d_StopReplicaRequest_4(buf, p):
     try:
         o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = _S_5.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaRequest', 4, p, 'null array in TopicStates')
         else:
@@ -546,26 +547,26 @@ def _d_StopReplicaRequest_4(buf, p):
                 e, p = _d_StopReplicaRequest_StopReplicaTopicState_4(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 4, p, _reason(e)) from None
     return o, p
@@ -823,12 +824,12 @@ def _d_StopReplicaResponse_1(buf, p):
 def _d_StopReplicaResponse_StopReplicaPartitionError_2(buf, p):
     o = new(_StopReplicaResponse_StopReplicaPartitionError)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaResponse', 2, p, 'null string in TopicName')
         else:
@@ -839,26 +840,26 @@ def _d_StopReplicaResponse_StopReplicaPartitionError_2(buf, p):
             p = q
         o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 2, p, _reason(e)) from None
     return o, p
@@ -868,12 +869,12 @@ def _d_StopReplicaResponse_2(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaResponse', 2, p, 'null array in PartitionErrors')
         else:
@@ -885,26 +886,26 @@ def _d_StopReplicaResponse_2(buf, p):
                 e, p = _d_StopReplicaResponse_StopReplicaPartitionError_2(buf, p)
                 app(e)
             o.partition_errors = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 2, p, _reason(e)) from None
     return o, p
@@ -912,12 +913,12 @@ def _d_StopReplicaResponse_2(buf, p):
 def _d_StopReplicaResponse_StopReplicaPartitionError_3(buf, p):
     o = new(_StopReplicaResponse_StopReplicaPartitionError)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaResponse', 3, p, 'null string in TopicName')
         else:
@@ -928,26 +929,26 @@ def _d_StopReplicaResponse_StopReplicaPartitionError_3(buf, p):
             p = q
         o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 3, p, _reason(e)) from None
     return o, p
@@ -957,12 +958,12 @@ def _d_StopReplicaResponse_3(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaResponse', 3, p, 'null array in PartitionErrors')
         else:
@@ -974,26 +975,26 @@ def _d_StopReplicaResponse_3(buf, p):
                 e, p = _d_StopReplicaResponse_StopReplicaPartitionError_3(buf, p)
                 app(e)
             o.partition_errors = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1001,12 +1002,12 @@ def _d_StopReplicaResponse_3(buf, p):
 def _d_StopReplicaResponse_StopReplicaPartitionError_4(buf, p):
     o = new(_StopReplicaResponse_StopReplicaPartitionError)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaResponse', 4, p, 'null string in TopicName')
         else:
@@ -1017,26 +1018,26 @@ def _d_StopReplicaResponse_StopReplicaPartitionError_4(buf, p):
             p = q
         o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1046,12 +1047,12 @@ def _d_StopReplicaResponse_4(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StopReplicaResponse', 4, p, 'null array in PartitionErrors')
         else:
@@ -1063,26 +1064,26 @@ def _d_StopReplicaResponse_4(buf, p):
                 e, p = _d_StopReplicaResponse_StopReplicaPartitionError_4(buf, p)
                 app(e)
             o.partition_errors = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StopReplicaResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StopReplicaResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StopReplicaResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 4, p, _reason(e)) from None
     return o, p

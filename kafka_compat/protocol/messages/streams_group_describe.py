@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>?')
@@ -43,12 +44,12 @@ class StreamsGroupDescribeRequest(KafkaMessage):
 def _d_StreamsGroupDescribeRequest_0(buf, p):
     o = new(StreamsGroupDescribeRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'null array in GroupIds')
         else:
@@ -57,12 +58,12 @@ def _d_StreamsGroupDescribeRequest_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'null string in GroupIds')
                 else:
@@ -75,26 +76,26 @@ def _d_StreamsGroupDescribeRequest_0(buf, p):
             o.group_ids = lst
         o.include_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeRequest', 0, p, _reason(e)) from None
     return o, p
@@ -305,12 +306,12 @@ StreamsGroupDescribeResponse.TopicInfo = _StreamsGroupDescribeResponse_TopicInfo
 def _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p):
     o = new(_StreamsGroupDescribeResponse_KeyValue)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Key')
         else:
@@ -319,12 +320,12 @@ def _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Key runs past the frame')
             o.key = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Value')
         else:
@@ -333,26 +334,26 @@ def _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Value runs past the frame')
             o.value = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -360,12 +361,12 @@ def _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p):
 def _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p):
     o = new(_StreamsGroupDescribeResponse_TopicInfo)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Name')
         else:
@@ -376,12 +377,12 @@ def _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p):
             p = q
         o.partitions, o.replication_factor = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TopicConfigs')
         else:
@@ -393,26 +394,26 @@ def _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p)
                 app(e)
             o.topic_configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -420,12 +421,12 @@ def _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p):
 def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
     o = new(_StreamsGroupDescribeResponse_Subtopology)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
         else:
@@ -434,12 +435,12 @@ def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
             o.subtopology_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in SourceTopics')
         else:
@@ -448,12 +449,12 @@ def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SourceTopics')
                 else:
@@ -464,12 +465,12 @@ def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
                     p = q
                 app(e)
             o.source_topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in RepartitionSinkTopics')
         else:
@@ -478,12 +479,12 @@ def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in RepartitionSinkTopics')
                 else:
@@ -494,12 +495,12 @@ def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
                     p = q
                 app(e)
             o.repartition_sink_topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in StateChangelogTopics')
         else:
@@ -511,12 +512,12 @@ def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p)
                 app(e)
             o.state_changelog_topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in RepartitionSourceTopics')
         else:
@@ -528,26 +529,26 @@ def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p)
                 app(e)
             o.repartition_source_topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -557,12 +558,12 @@ def _d_StreamsGroupDescribeResponse_Topology_0(buf, p):
     try:
         o.epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.subtopologies = None
         else:
@@ -574,26 +575,26 @@ def _d_StreamsGroupDescribeResponse_Topology_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p)
                 app(e)
             o.subtopologies = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -601,12 +602,12 @@ def _d_StreamsGroupDescribeResponse_Topology_0(buf, p):
 def _d_StreamsGroupDescribeResponse_Endpoint_0(buf, p):
     o = new(_StreamsGroupDescribeResponse_Endpoint)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Host')
         else:
@@ -617,26 +618,26 @@ def _d_StreamsGroupDescribeResponse_Endpoint_0(buf, p):
             p = q
         o.port, = _S_6.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -644,12 +645,12 @@ def _d_StreamsGroupDescribeResponse_Endpoint_0(buf, p):
 def _d_StreamsGroupDescribeResponse_TaskOffset_0(buf, p):
     o = new(_StreamsGroupDescribeResponse_TaskOffset)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
         else:
@@ -660,26 +661,26 @@ def _d_StreamsGroupDescribeResponse_TaskOffset_0(buf, p):
             p = q
         o.partition, o.offset = _S_7.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -687,12 +688,12 @@ def _d_StreamsGroupDescribeResponse_TaskOffset_0(buf, p):
 def _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p):
     o = new(_StreamsGroupDescribeResponse_TaskIds)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
         else:
@@ -701,39 +702,39 @@ def _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
             o.subtopology_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -741,12 +742,12 @@ def _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p):
 def _d_StreamsGroupDescribeResponse_Assignment_0(buf, p):
     o = new(_StreamsGroupDescribeResponse_Assignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in ActiveTasks')
         else:
@@ -758,12 +759,12 @@ def _d_StreamsGroupDescribeResponse_Assignment_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p)
                 app(e)
             o.active_tasks = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in StandbyTasks')
         else:
@@ -775,12 +776,12 @@ def _d_StreamsGroupDescribeResponse_Assignment_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p)
                 app(e)
             o.standby_tasks = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in WarmupTasks')
         else:
@@ -792,26 +793,26 @@ def _d_StreamsGroupDescribeResponse_Assignment_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p)
                 app(e)
             o.warmup_tasks = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -819,12 +820,12 @@ def _d_StreamsGroupDescribeResponse_Assignment_0(buf, p):
 def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
     o = new(_StreamsGroupDescribeResponse_Member)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in MemberId')
         else:
@@ -835,12 +836,12 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
             p = q
         o.member_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.instance_id = None
         else:
@@ -849,12 +850,12 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'InstanceId runs past the frame')
             o.instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -863,12 +864,12 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'RackId runs past the frame')
             o.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ClientId')
         else:
@@ -877,12 +878,12 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
             o.client_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ClientHost')
         else:
@@ -893,12 +894,12 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
             p = q
         o.topology_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ProcessId')
         else:
@@ -913,12 +914,12 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
         else:
             p += 1
             o.user_endpoint, p = _d_StreamsGroupDescribeResponse_Endpoint_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in ClientTags')
         else:
@@ -930,12 +931,12 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p)
                 app(e)
             o.client_tags = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TaskOffsets')
         else:
@@ -947,12 +948,12 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_TaskOffset_0(buf, p)
                 app(e)
             o.task_offsets = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TaskEndOffsets')
         else:
@@ -968,26 +969,26 @@ def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
         o.target_assignment, p = _d_StreamsGroupDescribeResponse_Assignment_0(buf, p)
         o.is_classic, = _S_0.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -997,12 +998,12 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_0(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1011,12 +1012,12 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in GroupId')
         else:
@@ -1025,12 +1026,12 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_0(buf, p):
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in GroupState')
         else:
@@ -1047,12 +1048,12 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_0(buf, p):
         else:
             p += 1
             o.topology, p = _d_StreamsGroupDescribeResponse_Topology_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Members')
         else:
@@ -1066,26 +1067,26 @@ def _d_StreamsGroupDescribeResponse_DescribedGroup_0(buf, p):
             o.members = lst
         o.authorized_operations, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1095,12 +1096,12 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
     try:
         o.throttle_time_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Groups')
         else:
@@ -1112,26 +1113,26 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
                 e, p = _d_StreamsGroupDescribeResponse_DescribedGroup_0(buf, p)
                 app(e)
             o.groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>ii')
@@ -163,12 +164,12 @@ StreamsGroupHeartbeatRequest.TaskIds = _StreamsGroupHeartbeatRequest_TaskIds
 def _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p):
     o = new(_StreamsGroupHeartbeatRequest_KeyValue)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Key')
         else:
@@ -177,12 +178,12 @@ def _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Key runs past the frame')
             o.key = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Value')
         else:
@@ -191,26 +192,26 @@ def _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Value runs past the frame')
             o.value = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -218,12 +219,12 @@ def _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p):
 def _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p):
     o = new(_StreamsGroupHeartbeatRequest_TopicInfo)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Name')
         else:
@@ -234,12 +235,12 @@ def _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p):
             p = q
         o.partitions, o.replication_factor = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in TopicConfigs')
         else:
@@ -251,26 +252,26 @@ def _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p)
                 app(e)
             o.topic_configs = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -278,65 +279,65 @@ def _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p):
 def _d_StreamsGroupHeartbeatRequest_CopartitionGroup_0(buf, p):
     o = new(_StreamsGroupHeartbeatRequest_CopartitionGroup)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopics')
         else:
             if n * 2 > len(buf) - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopics longer than the frame')
-            o.source_topics = list(_unpack_from('>%dh' % n, buf, p))
+            o.source_topics = list((_ARRAYS['h'][n] if n < 64 else _Struct('>%dh' % n)).unpack_from(buf, p))
             p += n * 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopicRegex')
         else:
             if n * 2 > len(buf) - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopicRegex longer than the frame')
-            o.source_topic_regex = list(_unpack_from('>%dh' % n, buf, p))
+            o.source_topic_regex = list((_ARRAYS['h'][n] if n < 64 else _Struct('>%dh' % n)).unpack_from(buf, p))
             p += n * 2
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSourceTopics')
         else:
             if n * 2 > len(buf) - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array RepartitionSourceTopics longer than the frame')
-            o.repartition_source_topics = list(_unpack_from('>%dh' % n, buf, p))
+            o.repartition_source_topics = list((_ARRAYS['h'][n] if n < 64 else _Struct('>%dh' % n)).unpack_from(buf, p))
             p += n * 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -344,12 +345,12 @@ def _d_StreamsGroupHeartbeatRequest_CopartitionGroup_0(buf, p):
 def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
     o = new(_StreamsGroupHeartbeatRequest_Subtopology)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
         else:
@@ -358,12 +359,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
             o.subtopology_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopics')
         else:
@@ -372,12 +373,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SourceTopics')
                 else:
@@ -388,12 +389,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
                     p = q
                 app(e)
             o.source_topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopicRegex')
         else:
@@ -402,12 +403,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SourceTopicRegex')
                 else:
@@ -418,12 +419,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
                     p = q
                 app(e)
             o.source_topic_regex = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in StateChangelogTopics')
         else:
@@ -435,12 +436,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p)
                 app(e)
             o.state_changelog_topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSinkTopics')
         else:
@@ -449,12 +450,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
             lst = []
             app = lst.append
             for _ in range(n):
-                n = buf[p]
-                if n < 128:
+                n = buf[p] - 1
+                if n < 127:
                     p += 1
                 else:
                     n, p = read_uvarint(buf, p)
-                n -= 1
+                    n -= 1
                 if n < 0:
                     raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in RepartitionSinkTopics')
                 else:
@@ -465,12 +466,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
                     p = q
                 app(e)
             o.repartition_sink_topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSourceTopics')
         else:
@@ -482,12 +483,12 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p)
                 app(e)
             o.repartition_source_topics = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in CopartitionGroups')
         else:
@@ -499,26 +500,26 @@ def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_CopartitionGroup_0(buf, p)
                 app(e)
             o.copartition_groups = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -528,12 +529,12 @@ def _d_StreamsGroupHeartbeatRequest_Topology_0(buf, p):
     try:
         o.epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in Subtopologies')
         else:
@@ -545,26 +546,26 @@ def _d_StreamsGroupHeartbeatRequest_Topology_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p)
                 app(e)
             o.subtopologies = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -572,12 +573,12 @@ def _d_StreamsGroupHeartbeatRequest_Topology_0(buf, p):
 def _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p):
     o = new(_StreamsGroupHeartbeatRequest_TaskIds)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
         else:
@@ -586,39 +587,39 @@ def _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
             o.subtopology_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -626,12 +627,12 @@ def _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p):
 def _d_StreamsGroupHeartbeatRequest_Endpoint_0(buf, p):
     o = new(_StreamsGroupHeartbeatRequest_Endpoint)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Host')
         else:
@@ -642,26 +643,26 @@ def _d_StreamsGroupHeartbeatRequest_Endpoint_0(buf, p):
             p = q
         o.port, = _S_4.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -669,12 +670,12 @@ def _d_StreamsGroupHeartbeatRequest_Endpoint_0(buf, p):
 def _d_StreamsGroupHeartbeatRequest_TaskOffset_0(buf, p):
     o = new(_StreamsGroupHeartbeatRequest_TaskOffset)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
         else:
@@ -685,26 +686,26 @@ def _d_StreamsGroupHeartbeatRequest_TaskOffset_0(buf, p):
             p = q
         o.partition, o.offset = _S_5.unpack_from(buf, p)
         p += 12
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -712,12 +713,12 @@ def _d_StreamsGroupHeartbeatRequest_TaskOffset_0(buf, p):
 def _d_StreamsGroupHeartbeatRequest_0(buf, p):
     o = new(StreamsGroupHeartbeatRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in GroupId')
         else:
@@ -726,12 +727,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in MemberId')
         else:
@@ -742,12 +743,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
             p = q
         o.member_epoch, o.endpoint_information_epoch = _S_0.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.instance_id = None
         else:
@@ -756,12 +757,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'InstanceId runs past the frame')
             o.instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack_id = None
         else:
@@ -778,12 +779,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
         else:
             p += 1
             o.topology, p = _d_StreamsGroupHeartbeatRequest_Topology_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.active_tasks = None
         else:
@@ -795,12 +796,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p)
                 app(e)
             o.active_tasks = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.standby_tasks = None
         else:
@@ -812,12 +813,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p)
                 app(e)
             o.standby_tasks = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.warmup_tasks = None
         else:
@@ -829,12 +830,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p)
                 app(e)
             o.warmup_tasks = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.process_id = None
         else:
@@ -849,12 +850,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
         else:
             p += 1
             o.user_endpoint, p = _d_StreamsGroupHeartbeatRequest_Endpoint_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.client_tags = None
         else:
@@ -866,12 +867,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p)
                 app(e)
             o.client_tags = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.task_offsets = None
         else:
@@ -883,12 +884,12 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatRequest_TaskOffset_0(buf, p)
                 app(e)
             o.task_offsets = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.task_end_offsets = None
         else:
@@ -902,26 +903,26 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
             o.task_end_offsets = lst
         o.shutdown_application, = _S_6.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
     return o, p
@@ -1388,12 +1389,12 @@ def _d_StreamsGroupHeartbeatResponse_Status_0(buf, p):
     try:
         o.status_code, = _S_3.unpack_from(buf, p)
         p += 1
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in StatusDetail')
         else:
@@ -1402,26 +1403,26 @@ def _d_StreamsGroupHeartbeatResponse_Status_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'StatusDetail runs past the frame')
             o.status_detail = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1429,12 +1430,12 @@ def _d_StreamsGroupHeartbeatResponse_Status_0(buf, p):
 def _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p):
     o = new(_StreamsGroupHeartbeatResponse_TaskIds)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in SubtopologyId')
         else:
@@ -1443,39 +1444,39 @@ def _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'SubtopologyId runs past the frame')
             o.subtopology_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1483,12 +1484,12 @@ def _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p):
 def _d_StreamsGroupHeartbeatResponse_Endpoint_0(buf, p):
     o = new(_StreamsGroupHeartbeatResponse_Endpoint)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in Host')
         else:
@@ -1499,26 +1500,26 @@ def _d_StreamsGroupHeartbeatResponse_Endpoint_0(buf, p):
             p = q
         o.port, = _S_4.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1526,12 +1527,12 @@ def _d_StreamsGroupHeartbeatResponse_Endpoint_0(buf, p):
 def _d_StreamsGroupHeartbeatResponse_TopicPartition_0(buf, p):
     o = new(_StreamsGroupHeartbeatResponse_TopicPartition)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in Topic')
         else:
@@ -1540,39 +1541,39 @@ def _d_StreamsGroupHeartbeatResponse_TopicPartition_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list(_unpack_from('>%di' % n, buf, p))
+            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1581,12 +1582,12 @@ def _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_0(buf, p):
     o = new(_StreamsGroupHeartbeatResponse_EndpointToPartitions)
     try:
         o.user_endpoint, p = _d_StreamsGroupHeartbeatResponse_Endpoint_0(buf, p)
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in ActivePartitions')
         else:
@@ -1598,12 +1599,12 @@ def _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatResponse_TopicPartition_0(buf, p)
                 app(e)
             o.active_partitions = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in StandbyPartitions')
         else:
@@ -1615,26 +1616,26 @@ def _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatResponse_TopicPartition_0(buf, p)
                 app(e)
             o.standby_partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p
@@ -1644,12 +1645,12 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -1658,12 +1659,12 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in MemberId')
         else:
@@ -1674,12 +1675,12 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
             p = q
         o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag, o.task_offset_interval_ms = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.status = None
         else:
@@ -1691,12 +1692,12 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatResponse_Status_0(buf, p)
                 app(e)
             o.status = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.active_tasks = None
         else:
@@ -1708,12 +1709,12 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p)
                 app(e)
             o.active_tasks = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.standby_tasks = None
         else:
@@ -1725,12 +1726,12 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p)
                 app(e)
             o.standby_tasks = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.warmup_tasks = None
         else:
@@ -1744,12 +1745,12 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
             o.warmup_tasks = lst
         o.endpoint_information_epoch, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.partitions_by_user_endpoint = None
         else:
@@ -1761,26 +1762,26 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
                 e, p = _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_0(buf, p)
                 app(e)
             o.partitions_by_user_endpoint = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -360,12 +361,12 @@ def _d_SyncGroupRequest_3(buf, p):
 def _d_SyncGroupRequest_SyncGroupRequestAssignment_4(buf, p):
     o = new(_SyncGroupRequest_SyncGroupRequestAssignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 4, p, 'null string in MemberId')
         else:
@@ -374,12 +375,12 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_4(buf, p):
                 raise DecodeError('SyncGroupRequest', 4, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 4, p, 'null bytes in Assignment')
         else:
@@ -388,26 +389,26 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_4(buf, p):
                 raise DecodeError('SyncGroupRequest', 4, p, 'Assignment runs past the frame')
             o.assignment = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('SyncGroupRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('SyncGroupRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('SyncGroupRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('SyncGroupRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 4, p, _reason(e)) from None
     return o, p
@@ -417,12 +418,12 @@ def _d_SyncGroupRequest_4(buf, p):
     o.protocol_type = None
     o.protocol_name = None
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 4, p, 'null string in GroupId')
         else:
@@ -433,12 +434,12 @@ def _d_SyncGroupRequest_4(buf, p):
             p = q
         o.generation_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 4, p, 'null string in MemberId')
         else:
@@ -447,12 +448,12 @@ def _d_SyncGroupRequest_4(buf, p):
                 raise DecodeError('SyncGroupRequest', 4, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -461,12 +462,12 @@ def _d_SyncGroupRequest_4(buf, p):
                 raise DecodeError('SyncGroupRequest', 4, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 4, p, 'null array in Assignments')
         else:
@@ -478,26 +479,26 @@ def _d_SyncGroupRequest_4(buf, p):
                 e, p = _d_SyncGroupRequest_SyncGroupRequestAssignment_4(buf, p)
                 app(e)
             o.assignments = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('SyncGroupRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('SyncGroupRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('SyncGroupRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('SyncGroupRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 4, p, _reason(e)) from None
     return o, p
@@ -505,12 +506,12 @@ def _d_SyncGroupRequest_4(buf, p):
 def _d_SyncGroupRequest_SyncGroupRequestAssignment_5(buf, p):
     o = new(_SyncGroupRequest_SyncGroupRequestAssignment)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 5, p, 'null string in MemberId')
         else:
@@ -519,12 +520,12 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_5(buf, p):
                 raise DecodeError('SyncGroupRequest', 5, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 5, p, 'null bytes in Assignment')
         else:
@@ -533,26 +534,26 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_5(buf, p):
                 raise DecodeError('SyncGroupRequest', 5, p, 'Assignment runs past the frame')
             o.assignment = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('SyncGroupRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('SyncGroupRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('SyncGroupRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('SyncGroupRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 5, p, _reason(e)) from None
     return o, p
@@ -560,12 +561,12 @@ def _d_SyncGroupRequest_SyncGroupRequestAssignment_5(buf, p):
 def _d_SyncGroupRequest_5(buf, p):
     o = new(SyncGroupRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 5, p, 'null string in GroupId')
         else:
@@ -576,12 +577,12 @@ def _d_SyncGroupRequest_5(buf, p):
             p = q
         o.generation_id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 5, p, 'null string in MemberId')
         else:
@@ -590,12 +591,12 @@ def _d_SyncGroupRequest_5(buf, p):
                 raise DecodeError('SyncGroupRequest', 5, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -604,12 +605,12 @@ def _d_SyncGroupRequest_5(buf, p):
                 raise DecodeError('SyncGroupRequest', 5, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_type = None
         else:
@@ -618,12 +619,12 @@ def _d_SyncGroupRequest_5(buf, p):
                 raise DecodeError('SyncGroupRequest', 5, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_name = None
         else:
@@ -632,12 +633,12 @@ def _d_SyncGroupRequest_5(buf, p):
                 raise DecodeError('SyncGroupRequest', 5, p, 'ProtocolName runs past the frame')
             o.protocol_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupRequest', 5, p, 'null array in Assignments')
         else:
@@ -649,26 +650,26 @@ def _d_SyncGroupRequest_5(buf, p):
                 e, p = _d_SyncGroupRequest_SyncGroupRequestAssignment_5(buf, p)
                 app(e)
             o.assignments = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('SyncGroupRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('SyncGroupRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('SyncGroupRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('SyncGroupRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 5, p, _reason(e)) from None
     return o, p
@@ -968,12 +969,12 @@ def _d_SyncGroupResponse_4(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupResponse', 4, p, 'null bytes in Assignment')
         else:
@@ -982,26 +983,26 @@ def _d_SyncGroupResponse_4(buf, p):
                 raise DecodeError('SyncGroupResponse', 4, p, 'Assignment runs past the frame')
             o.assignment = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('SyncGroupResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('SyncGroupResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('SyncGroupResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('SyncGroupResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1011,12 +1012,12 @@ def _d_SyncGroupResponse_5(buf, p):
     try:
         o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_type = None
         else:
@@ -1025,12 +1026,12 @@ def _d_SyncGroupResponse_5(buf, p):
                 raise DecodeError('SyncGroupResponse', 5, p, 'ProtocolType runs past the frame')
             o.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.protocol_name = None
         else:
@@ -1039,12 +1040,12 @@ def _d_SyncGroupResponse_5(buf, p):
                 raise DecodeError('SyncGroupResponse', 5, p, 'ProtocolName runs past the frame')
             o.protocol_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('SyncGroupResponse', 5, p, 'null bytes in Assignment')
         else:
@@ -1053,26 +1054,26 @@ def _d_SyncGroupResponse_5(buf, p):
                 raise DecodeError('SyncGroupResponse', 5, p, 'Assignment runs past the frame')
             o.assignment = bytes(buf[p:q])
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('SyncGroupResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('SyncGroupResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('SyncGroupResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('SyncGroupResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupResponse', 5, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -118,7 +119,7 @@ def _d_TransactionLogValue_PartitionsSchema_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('TransactionLogValue', 0, p, 'array PartitionIds longer than the frame')
-            o.partition_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -156,12 +157,12 @@ def _d_TransactionLogValue_0(buf, p):
 def _d_TransactionLogValue_PartitionsSchema_1(buf, p):
     o = new(_TransactionLogValue_PartitionsSchema)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TransactionLogValue', 1, p, 'null string in Topic')
         else:
@@ -170,39 +171,39 @@ def _d_TransactionLogValue_PartitionsSchema_1(buf, p):
                 raise DecodeError('TransactionLogValue', 1, p, 'Topic runs past the frame')
             o.topic = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TransactionLogValue', 1, p, 'null array in PartitionIds')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('TransactionLogValue', 1, p, 'array PartitionIds longer than the frame')
-            o.partition_ids = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TransactionLogValue', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TransactionLogValue', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TransactionLogValue', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TransactionLogValue', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TransactionLogValue', 1, p, _reason(e)) from None
     return o, p
@@ -215,12 +216,12 @@ def _d_TransactionLogValue_1(buf, p):
     try:
         o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = _S_1.unpack_from(buf, p)
         p += 15
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.transaction_partitions = None
         else:
@@ -234,45 +235,45 @@ def _d_TransactionLogValue_1(buf, p):
             o.transaction_partitions = lst
         o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TransactionLogValue', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TransactionLogValue', 1, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.previous_producer_id, = _S_4.unpack_from(buf, p)
-                    p += 8
-                    buf = whole
-                elif t == 1:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.next_producer_id, = _S_4.unpack_from(buf, p)
-                    p += 8
-                    buf = whole
-                elif t == 2:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.client_transaction_version, = _S_0.unpack_from(buf, p)
-                    p += 2
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TransactionLogValue', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TransactionLogValue', 1, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.previous_producer_id, = _S_4.unpack_from(buf, p)
+                        p += 8
+                        buf = whole
+                    elif t == 1:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.next_producer_id, = _S_4.unpack_from(buf, p)
+                        p += 8
+                        buf = whole
+                    elif t == 2:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.client_transaction_version, = _S_0.unpack_from(buf, p)
+                        p += 2
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TransactionLogValue', 1, p, _reason(e)) from None
     return o, p

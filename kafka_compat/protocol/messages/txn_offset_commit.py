@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>h')
@@ -369,12 +370,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.committed_metadata = None
         else:
@@ -383,26 +384,26 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'CommittedMetadata runs past the frame')
             o.committed_metadata = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 3, p, _reason(e)) from None
     return o, p
@@ -410,12 +411,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(buf, p):
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_3(buf, p):
     o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in Name')
         else:
@@ -424,12 +425,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_3(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null array in Partitions')
         else:
@@ -441,26 +442,26 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_3(buf, p):
                 e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 3, p, _reason(e)) from None
     return o, p
@@ -468,12 +469,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_3(buf, p):
 def _d_TxnOffsetCommitRequest_3(buf, p):
     o = new(TxnOffsetCommitRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in TransactionalId')
         else:
@@ -482,12 +483,12 @@ def _d_TxnOffsetCommitRequest_3(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'TransactionalId runs past the frame')
             o.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in GroupId')
         else:
@@ -498,12 +499,12 @@ def _d_TxnOffsetCommitRequest_3(buf, p):
             p = q
         o.producer_id, o.producer_epoch, o.generation_id = _S_5.unpack_from(buf, p)
         p += 14
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in MemberId')
         else:
@@ -512,12 +513,12 @@ def _d_TxnOffsetCommitRequest_3(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -526,12 +527,12 @@ def _d_TxnOffsetCommitRequest_3(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null array in Topics')
         else:
@@ -543,26 +544,26 @@ def _d_TxnOffsetCommitRequest_3(buf, p):
                 e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_3(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 3, p, _reason(e)) from None
     return o, p
@@ -572,12 +573,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_4(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.committed_metadata = None
         else:
@@ -586,26 +587,26 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_4(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'CommittedMetadata runs past the frame')
             o.committed_metadata = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 4, p, _reason(e)) from None
     return o, p
@@ -613,12 +614,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_4(buf, p):
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_4(buf, p):
     o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in Name')
         else:
@@ -627,12 +628,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_4(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null array in Partitions')
         else:
@@ -644,26 +645,26 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_4(buf, p):
                 e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_4(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 4, p, _reason(e)) from None
     return o, p
@@ -671,12 +672,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_4(buf, p):
 def _d_TxnOffsetCommitRequest_4(buf, p):
     o = new(TxnOffsetCommitRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in TransactionalId')
         else:
@@ -685,12 +686,12 @@ def _d_TxnOffsetCommitRequest_4(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'TransactionalId runs past the frame')
             o.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in GroupId')
         else:
@@ -701,12 +702,12 @@ def _d_TxnOffsetCommitRequest_4(buf, p):
             p = q
         o.producer_id, o.producer_epoch, o.generation_id = _S_5.unpack_from(buf, p)
         p += 14
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in MemberId')
         else:
@@ -715,12 +716,12 @@ def _d_TxnOffsetCommitRequest_4(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -729,12 +730,12 @@ def _d_TxnOffsetCommitRequest_4(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null array in Topics')
         else:
@@ -746,26 +747,26 @@ def _d_TxnOffsetCommitRequest_4(buf, p):
                 e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_4(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 4, p, _reason(e)) from None
     return o, p
@@ -775,12 +776,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_5(buf, p):
     try:
         o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.committed_metadata = None
         else:
@@ -789,26 +790,26 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_5(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'CommittedMetadata runs past the frame')
             o.committed_metadata = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 5, p, _reason(e)) from None
     return o, p
@@ -816,12 +817,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_5(buf, p):
 def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_5(buf, p):
     o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in Name')
         else:
@@ -830,12 +831,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_5(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null array in Partitions')
         else:
@@ -847,26 +848,26 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_5(buf, p):
                 e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_5(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 5, p, _reason(e)) from None
     return o, p
@@ -874,12 +875,12 @@ def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_5(buf, p):
 def _d_TxnOffsetCommitRequest_5(buf, p):
     o = new(TxnOffsetCommitRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in TransactionalId')
         else:
@@ -888,12 +889,12 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'TransactionalId runs past the frame')
             o.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in GroupId')
         else:
@@ -904,12 +905,12 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
             p = q
         o.producer_id, o.producer_epoch, o.generation_id = _S_5.unpack_from(buf, p)
         p += 14
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in MemberId')
         else:
@@ -918,12 +919,12 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'MemberId runs past the frame')
             o.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.group_instance_id = None
         else:
@@ -932,12 +933,12 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'GroupInstanceId runs past the frame')
             o.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null array in Topics')
         else:
@@ -949,26 +950,26 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
                 e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_5(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 5, p, _reason(e)) from None
     return o, p
@@ -1377,26 +1378,26 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(buf, p):
     try:
         o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1404,12 +1405,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(buf, p):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_3(buf, p):
     o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 3, p, 'null string in Name')
         else:
@@ -1418,12 +1419,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_3(buf, p):
                 raise DecodeError('TxnOffsetCommitResponse', 3, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 3, p, 'null array in Partitions')
         else:
@@ -1435,26 +1436,26 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_3(buf, p):
                 e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1464,12 +1465,12 @@ def _d_TxnOffsetCommitResponse_3(buf, p):
     try:
         o.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 3, p, 'null array in Topics')
         else:
@@ -1481,26 +1482,26 @@ def _d_TxnOffsetCommitResponse_3(buf, p):
                 e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_3(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 3, p, _reason(e)) from None
     return o, p
@@ -1510,26 +1511,26 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_4(buf, p):
     try:
         o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1537,12 +1538,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_4(buf, p):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_4(buf, p):
     o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 4, p, 'null string in Name')
         else:
@@ -1551,12 +1552,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_4(buf, p):
                 raise DecodeError('TxnOffsetCommitResponse', 4, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 4, p, 'null array in Partitions')
         else:
@@ -1568,26 +1569,26 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_4(buf, p):
                 e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_4(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1597,12 +1598,12 @@ def _d_TxnOffsetCommitResponse_4(buf, p):
     try:
         o.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 4, p, 'null array in Topics')
         else:
@@ -1614,26 +1615,26 @@ def _d_TxnOffsetCommitResponse_4(buf, p):
                 e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_4(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 4, p, _reason(e)) from None
     return o, p
@@ -1643,26 +1644,26 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_5(buf, p):
     try:
         o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1670,12 +1671,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_5(buf, p):
 def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_5(buf, p):
     o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 5, p, 'null string in Name')
         else:
@@ -1684,12 +1685,12 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_5(buf, p):
                 raise DecodeError('TxnOffsetCommitResponse', 5, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 5, p, 'null array in Partitions')
         else:
@@ -1701,26 +1702,26 @@ def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_5(buf, p):
                 e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_5(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 5, p, _reason(e)) from None
     return o, p
@@ -1730,12 +1731,12 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
     try:
         o.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 5, p, 'null array in Topics')
         else:
@@ -1747,26 +1748,26 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
                 e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_5(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 5, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>ii')
@@ -130,7 +131,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 0, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
@@ -141,7 +142,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 0, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -235,7 +236,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 1, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
@@ -246,7 +247,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 1, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -365,7 +366,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 2, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
@@ -376,7 +377,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 2, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -504,7 +505,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 3, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
@@ -515,7 +516,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 3, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -651,7 +652,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_4(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 4, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
@@ -662,7 +663,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_4(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 4, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_1.unpack_from(buf, p)
         p += 4
@@ -671,7 +672,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_4(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 4, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -798,7 +799,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_5(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 5, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
@@ -809,7 +810,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_5(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 5, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         n, = _S_1.unpack_from(buf, p)
         p += 4
@@ -818,7 +819,7 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_5(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 5, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -969,67 +970,67 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_6(buf, p):
     try:
         o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Isr')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 6, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Replicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 6, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in OfflineReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 6, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1038,12 +1039,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_6(buf, p):
     o = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
     o.topic_id = ZERO_UUID
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in TopicName')
         else:
@@ -1052,12 +1053,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_6(buf, p):
                 raise DecodeError('UpdateMetadataRequest', 6, p, 'TopicName runs past the frame')
             o.topic_name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in PartitionStates')
         else:
@@ -1069,26 +1070,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_6(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_6(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1098,12 +1099,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_6(buf, p):
     try:
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in Host')
         else:
@@ -1112,12 +1113,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_6(buf, p):
                 raise DecodeError('UpdateMetadataRequest', 6, p, 'Host runs past the frame')
             o.host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in Listener')
         else:
@@ -1128,26 +1129,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_6(buf, p):
             p = q
         o.security_protocol, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1159,12 +1160,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_6(buf, p):
     try:
         o.id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Endpoints')
         else:
@@ -1176,12 +1177,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_6(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_6(buf, p)
                 app(e)
             o.endpoints = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -1190,26 +1191,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_6(buf, p):
                 raise DecodeError('UpdateMetadataRequest', 6, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1222,12 +1223,12 @@ def _d_UpdateMetadataRequest_6(buf, p):
     try:
         o.controller_id, o.controller_epoch, o.broker_epoch = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in TopicStates')
         else:
@@ -1239,12 +1240,12 @@ def _d_UpdateMetadataRequest_6(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataTopicState_6(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in LiveBrokers')
         else:
@@ -1256,26 +1257,26 @@ def _d_UpdateMetadataRequest_6(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_6(buf, p)
                 app(e)
             o.live_brokers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
     return o, p
@@ -1286,67 +1287,67 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_7(buf, p):
     try:
         o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Isr')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 7, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Replicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 7, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in OfflineReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 7, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1354,12 +1355,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_7(buf, p):
 def _d_UpdateMetadataRequest_UpdateMetadataTopicState_7(buf, p):
     o = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in TopicName')
         else:
@@ -1370,12 +1371,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_7(buf, p):
             p = q
         o.topic_id, = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in PartitionStates')
         else:
@@ -1387,26 +1388,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_7(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_7(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1416,12 +1417,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_7(buf, p):
     try:
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in Host')
         else:
@@ -1430,12 +1431,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_7(buf, p):
                 raise DecodeError('UpdateMetadataRequest', 7, p, 'Host runs past the frame')
             o.host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in Listener')
         else:
@@ -1446,26 +1447,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_7(buf, p):
             p = q
         o.security_protocol, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1477,12 +1478,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_7(buf, p):
     try:
         o.id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Endpoints')
         else:
@@ -1494,12 +1495,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_7(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_7(buf, p)
                 app(e)
             o.endpoints = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -1508,26 +1509,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_7(buf, p):
                 raise DecodeError('UpdateMetadataRequest', 7, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1540,12 +1541,12 @@ def _d_UpdateMetadataRequest_7(buf, p):
     try:
         o.controller_id, o.controller_epoch, o.broker_epoch = _S_4.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in TopicStates')
         else:
@@ -1557,12 +1558,12 @@ def _d_UpdateMetadataRequest_7(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataTopicState_7(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in LiveBrokers')
         else:
@@ -1574,26 +1575,26 @@ def _d_UpdateMetadataRequest_7(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_7(buf, p)
                 app(e)
             o.live_brokers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
     return o, p
@@ -1604,67 +1605,67 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_8(buf, p):
     try:
         o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Isr')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 8, p, 'array Isr longer than the frame')
-            o.isr = list(_unpack_from('>%di' % n, buf, p))
+            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.zk_version, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Replicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 8, p, 'array Replicas longer than the frame')
-            o.replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in OfflineReplicas')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('UpdateMetadataRequest', 8, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list(_unpack_from('>%di' % n, buf, p))
+            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
     return o, p
@@ -1672,12 +1673,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_8(buf, p):
 def _d_UpdateMetadataRequest_UpdateMetadataTopicState_8(buf, p):
     o = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in TopicName')
         else:
@@ -1688,12 +1689,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_8(buf, p):
             p = q
         o.topic_id, = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in PartitionStates')
         else:
@@ -1705,26 +1706,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataTopicState_8(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_8(buf, p)
                 app(e)
             o.partition_states = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
     return o, p
@@ -1734,12 +1735,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_8(buf, p):
     try:
         o.port, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in Host')
         else:
@@ -1748,12 +1749,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_8(buf, p):
                 raise DecodeError('UpdateMetadataRequest', 8, p, 'Host runs past the frame')
             o.host = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in Listener')
         else:
@@ -1764,26 +1765,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_8(buf, p):
             p = q
         o.security_protocol, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
     return o, p
@@ -1795,12 +1796,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_8(buf, p):
     try:
         o.id, = _S_1.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Endpoints')
         else:
@@ -1812,12 +1813,12 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_8(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_8(buf, p)
                 app(e)
             o.endpoints = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.rack = None
         else:
@@ -1826,26 +1827,26 @@ def _d_UpdateMetadataRequest_UpdateMetadataBroker_8(buf, p):
                 raise DecodeError('UpdateMetadataRequest', 8, p, 'Rack runs past the frame')
             o.rack = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
     return o, p
@@ -1857,12 +1858,12 @@ def _d_UpdateMetadataRequest_8(buf, p):
     try:
         o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = _S_6.unpack_from(buf, p)
         p += 17
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in TopicStates')
         else:
@@ -1874,12 +1875,12 @@ def _d_UpdateMetadataRequest_8(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataTopicState_8(buf, p)
                 app(e)
             o.topic_states = lst
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in LiveBrokers')
         else:
@@ -1891,33 +1892,33 @@ def _d_UpdateMetadataRequest_8(buf, p):
                 e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_8(buf, p)
                 app(e)
             o.live_brokers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                if t == 0:
-                    sub = buf[:q]
-                    buf, whole = sub, buf
-                    o.type, = _S_7.unpack_from(buf, p)
-                    p += 1
-                    buf = whole
-                else:
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                    if t == 0:
+                        sub = buf[:q]
+                        buf, whole = sub, buf
+                        o.type, = _S_7.unpack_from(buf, p)
+                        p += 1
+                        buf = whole
+                    else:
+                        if u is None:
+                            u = []
+                        u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
     return o, p
@@ -2396,26 +2397,26 @@ def _d_UpdateMetadataResponse_6(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataResponse', 6, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataResponse', 6, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataResponse', 6, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataResponse', 6, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 6, p, _reason(e)) from None
     return o, p
@@ -2425,26 +2426,26 @@ def _d_UpdateMetadataResponse_7(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataResponse', 7, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataResponse', 7, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataResponse', 7, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataResponse', 7, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 7, p, _reason(e)) from None
     return o, p
@@ -2454,26 +2455,26 @@ def _d_UpdateMetadataResponse_8(buf, p):
     try:
         o.error_code, = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataResponse', 8, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('UpdateMetadataResponse', 8, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('UpdateMetadataResponse', 8, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('UpdateMetadataResponse', 8, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 8, p, _reason(e)) from None
     return o, p

@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>16s')
@@ -84,26 +85,26 @@ def _d_WriteShareGroupStateRequest_StateBatch_0(buf, p):
     try:
         o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S_2.unpack_from(buf, p)
         p += 19
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 0, p, _reason(e)) from None
     return o, p
@@ -114,12 +115,12 @@ def _d_WriteShareGroupStateRequest_PartitionData_0(buf, p):
     try:
         o.partition, o.state_epoch, o.leader_epoch, o.start_offset = _S_1.unpack_from(buf, p)
         p += 20
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null array in StateBatches')
         else:
@@ -131,26 +132,26 @@ def _d_WriteShareGroupStateRequest_PartitionData_0(buf, p):
                 e, p = _d_WriteShareGroupStateRequest_StateBatch_0(buf, p)
                 app(e)
             o.state_batches = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 0, p, _reason(e)) from None
     return o, p
@@ -160,12 +161,12 @@ def _d_WriteShareGroupStateRequest_WriteStateData_0(buf, p):
     try:
         o.topic_id, = _S_0.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null array in Partitions')
         else:
@@ -177,26 +178,26 @@ def _d_WriteShareGroupStateRequest_WriteStateData_0(buf, p):
                 e, p = _d_WriteShareGroupStateRequest_PartitionData_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 0, p, _reason(e)) from None
     return o, p
@@ -204,12 +205,12 @@ def _d_WriteShareGroupStateRequest_WriteStateData_0(buf, p):
 def _d_WriteShareGroupStateRequest_0(buf, p):
     o = new(WriteShareGroupStateRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null string in GroupId')
         else:
@@ -218,12 +219,12 @@ def _d_WriteShareGroupStateRequest_0(buf, p):
                 raise DecodeError('WriteShareGroupStateRequest', 0, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null array in Topics')
         else:
@@ -235,26 +236,26 @@ def _d_WriteShareGroupStateRequest_0(buf, p):
                 e, p = _d_WriteShareGroupStateRequest_WriteStateData_0(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 0, p, _reason(e)) from None
     return o, p
@@ -264,26 +265,26 @@ def _d_WriteShareGroupStateRequest_StateBatch_1(buf, p):
     try:
         o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S_2.unpack_from(buf, p)
         p += 19
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 1, p, _reason(e)) from None
     return o, p
@@ -293,12 +294,12 @@ def _d_WriteShareGroupStateRequest_PartitionData_1(buf, p):
     try:
         o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = _S_3.unpack_from(buf, p)
         p += 24
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null array in StateBatches')
         else:
@@ -310,26 +311,26 @@ def _d_WriteShareGroupStateRequest_PartitionData_1(buf, p):
                 e, p = _d_WriteShareGroupStateRequest_StateBatch_1(buf, p)
                 app(e)
             o.state_batches = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 1, p, _reason(e)) from None
     return o, p
@@ -339,12 +340,12 @@ def _d_WriteShareGroupStateRequest_WriteStateData_1(buf, p):
     try:
         o.topic_id, = _S_0.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null array in Partitions')
         else:
@@ -356,26 +357,26 @@ def _d_WriteShareGroupStateRequest_WriteStateData_1(buf, p):
                 e, p = _d_WriteShareGroupStateRequest_PartitionData_1(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 1, p, _reason(e)) from None
     return o, p
@@ -383,12 +384,12 @@ def _d_WriteShareGroupStateRequest_WriteStateData_1(buf, p):
 def _d_WriteShareGroupStateRequest_1(buf, p):
     o = new(WriteShareGroupStateRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null string in GroupId')
         else:
@@ -397,12 +398,12 @@ def _d_WriteShareGroupStateRequest_1(buf, p):
                 raise DecodeError('WriteShareGroupStateRequest', 1, p, 'GroupId runs past the frame')
             o.group_id = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null array in Topics')
         else:
@@ -414,26 +415,26 @@ def _d_WriteShareGroupStateRequest_1(buf, p):
                 e, p = _d_WriteShareGroupStateRequest_WriteStateData_1(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 1, p, _reason(e)) from None
     return o, p
@@ -605,12 +606,12 @@ def _d_WriteShareGroupStateResponse_PartitionResult_0(buf, p):
     try:
         o.partition, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -619,26 +620,26 @@ def _d_WriteShareGroupStateResponse_PartitionResult_0(buf, p):
                 raise DecodeError('WriteShareGroupStateResponse', 0, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateResponse', 0, p, _reason(e)) from None
     return o, p
@@ -648,12 +649,12 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_0(buf, p):
     try:
         o.topic_id, = _S_0.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateResponse', 0, p, 'null array in Partitions')
         else:
@@ -665,26 +666,26 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_0(buf, p):
                 e, p = _d_WriteShareGroupStateResponse_PartitionResult_0(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateResponse', 0, p, _reason(e)) from None
     return o, p
@@ -692,12 +693,12 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_0(buf, p):
 def _d_WriteShareGroupStateResponse_0(buf, p):
     o = new(WriteShareGroupStateResponse)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateResponse', 0, p, 'null array in Results')
         else:
@@ -709,26 +710,26 @@ def _d_WriteShareGroupStateResponse_0(buf, p):
                 e, p = _d_WriteShareGroupStateResponse_WriteStateResult_0(buf, p)
                 app(e)
             o.results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateResponse', 0, p, _reason(e)) from None
     return o, p
@@ -738,12 +739,12 @@ def _d_WriteShareGroupStateResponse_PartitionResult_1(buf, p):
     try:
         o.partition, o.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             o.error_message = None
         else:
@@ -752,26 +753,26 @@ def _d_WriteShareGroupStateResponse_PartitionResult_1(buf, p):
                 raise DecodeError('WriteShareGroupStateResponse', 1, p, 'ErrorMessage runs past the frame')
             o.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateResponse', 1, p, _reason(e)) from None
     return o, p
@@ -781,12 +782,12 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_1(buf, p):
     try:
         o.topic_id, = _S_0.unpack_from(buf, p)
         p += 16
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateResponse', 1, p, 'null array in Partitions')
         else:
@@ -798,26 +799,26 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_1(buf, p):
                 e, p = _d_WriteShareGroupStateResponse_PartitionResult_1(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateResponse', 1, p, _reason(e)) from None
     return o, p
@@ -825,12 +826,12 @@ def _d_WriteShareGroupStateResponse_WriteStateResult_1(buf, p):
 def _d_WriteShareGroupStateResponse_1(buf, p):
     o = new(WriteShareGroupStateResponse)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteShareGroupStateResponse', 1, p, 'null array in Results')
         else:
@@ -842,26 +843,26 @@ def _d_WriteShareGroupStateResponse_1(buf, p):
                 e, p = _d_WriteShareGroupStateResponse_WriteStateResult_1(buf, p)
                 app(e)
             o.results = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateResponse', 1, p, _reason(e)) from None
     return o, p

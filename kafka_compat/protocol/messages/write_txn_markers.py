@@ -12,6 +12,7 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
+    ARRAY_STRUCTS as _ARRAYS,
 )
 
 _S_0 = _Struct('>i')
@@ -85,7 +86,7 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(buf, p):
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('WriteTxnMarkersRequest', 0, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
         o.unknown_tags = None
     except LOW_LEVEL as e:
@@ -142,12 +143,12 @@ def _d_WriteTxnMarkersRequest_0(buf, p):
 def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(buf, p):
     o = new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null string in Name')
         else:
@@ -156,39 +157,39 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(buf, p):
                 raise DecodeError('WriteTxnMarkersRequest', 1, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('WriteTxnMarkersRequest', 1, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 1, p, _reason(e)) from None
     return o, p
@@ -199,12 +200,12 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf, p):
     try:
         o.producer_id, o.producer_epoch, o.transaction_result = _S_1.unpack_from(buf, p)
         p += 11
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null array in Topics')
         else:
@@ -218,26 +219,26 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf, p):
             o.topics = lst
         o.coordinator_epoch, = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 1, p, _reason(e)) from None
     return o, p
@@ -245,12 +246,12 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf, p):
 def _d_WriteTxnMarkersRequest_1(buf, p):
     o = new(WriteTxnMarkersRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null array in Markers')
         else:
@@ -262,26 +263,26 @@ def _d_WriteTxnMarkersRequest_1(buf, p):
                 e, p = _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf, p)
                 app(e)
             o.markers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 1, p, _reason(e)) from None
     return o, p
@@ -289,12 +290,12 @@ def _d_WriteTxnMarkersRequest_1(buf, p):
 def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_2(buf, p):
     o = new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null string in Name')
         else:
@@ -303,39 +304,39 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_2(buf, p):
                 raise DecodeError('WriteTxnMarkersRequest', 2, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null array in PartitionIndexes')
         else:
             if n * 4 > len(buf) - p:
                 raise DecodeError('WriteTxnMarkersRequest', 2, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list(_unpack_from('>%di' % n, buf, p))
+            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
             p += n * 4
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 2, p, _reason(e)) from None
     return o, p
@@ -345,12 +346,12 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_2(buf, p):
     try:
         o.producer_id, o.producer_epoch, o.transaction_result = _S_1.unpack_from(buf, p)
         p += 11
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null array in Topics')
         else:
@@ -364,26 +365,26 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_2(buf, p):
             o.topics = lst
         o.coordinator_epoch, o.transaction_version = _S_3.unpack_from(buf, p)
         p += 5
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 2, p, _reason(e)) from None
     return o, p
@@ -391,12 +392,12 @@ def _d_WriteTxnMarkersRequest_WritableTxnMarker_2(buf, p):
 def _d_WriteTxnMarkersRequest_2(buf, p):
     o = new(WriteTxnMarkersRequest)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null array in Markers')
         else:
@@ -408,26 +409,26 @@ def _d_WriteTxnMarkersRequest_2(buf, p):
                 e, p = _d_WriteTxnMarkersRequest_WritableTxnMarker_2(buf, p)
                 app(e)
             o.markers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 2, p, _reason(e)) from None
     return o, p
@@ -686,26 +687,26 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf, p):
     try:
         o.partition_index, o.error_code = _S_5.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 1, p, _reason(e)) from None
     return o, p
@@ -713,12 +714,12 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf, p):
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf, p):
     o = new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null string in Name')
         else:
@@ -727,12 +728,12 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf, p):
                 raise DecodeError('WriteTxnMarkersResponse', 1, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null array in Partitions')
         else:
@@ -744,26 +745,26 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf, p):
                 e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 1, p, _reason(e)) from None
     return o, p
@@ -773,12 +774,12 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf, p):
     try:
         o.producer_id, = _S_4.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null array in Topics')
         else:
@@ -790,26 +791,26 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf, p):
                 e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 1, p, _reason(e)) from None
     return o, p
@@ -817,12 +818,12 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf, p):
 def _d_WriteTxnMarkersResponse_1(buf, p):
     o = new(WriteTxnMarkersResponse)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null array in Markers')
         else:
@@ -834,26 +835,26 @@ def _d_WriteTxnMarkersResponse_1(buf, p):
                 e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf, p)
                 app(e)
             o.markers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 1, p, _reason(e)) from None
     return o, p
@@ -863,26 +864,26 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_2(buf, p):
     try:
         o.partition_index, o.error_code = _S_5.unpack_from(buf, p)
         p += 6
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 2, p, _reason(e)) from None
     return o, p
@@ -890,12 +891,12 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_2(buf, p):
 def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_2(buf, p):
     o = new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null string in Name')
         else:
@@ -904,12 +905,12 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_2(buf, p):
                 raise DecodeError('WriteTxnMarkersResponse', 2, p, 'Name runs past the frame')
             o.name = str(buf[p:q], 'utf-8')
             p = q
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null array in Partitions')
         else:
@@ -921,26 +922,26 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_2(buf, p):
                 e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_2(buf, p)
                 app(e)
             o.partitions = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 2, p, _reason(e)) from None
     return o, p
@@ -950,12 +951,12 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_2(buf, p):
     try:
         o.producer_id, = _S_4.unpack_from(buf, p)
         p += 8
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null array in Topics')
         else:
@@ -967,26 +968,26 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_2(buf, p):
                 e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_2(buf, p)
                 app(e)
             o.topics = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 2, p, _reason(e)) from None
     return o, p
@@ -994,12 +995,12 @@ def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_2(buf, p):
 def _d_WriteTxnMarkersResponse_2(buf, p):
     o = new(WriteTxnMarkersResponse)
     try:
-        n = buf[p]
-        if n < 128:
+        n = buf[p] - 1
+        if n < 127:
             p += 1
         else:
             n, p = read_uvarint(buf, p)
-        n -= 1
+            n -= 1
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null array in Markers')
         else:
@@ -1011,26 +1012,26 @@ def _d_WriteTxnMarkersResponse_2(buf, p):
                 e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_2(buf, p)
                 app(e)
             o.markers = lst
-        n = buf[p]
-        if n < 128:
+        if buf[p] == 0:
             p += 1
+            o.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-        u = None
-        if n:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
-            for _ in range(n):
-                t, p = read_uvarint(buf, p)
-                s, p = read_uvarint(buf, p)
-                q = p + s
-                if q > len(buf):
-                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
-                if u is None:
-                    u = []
-                u.append((t, bytes(buf[p:q])))
-                p = q
-        o.unknown_tags = u
+            u = None
+            if n:
+                if n > len(buf) - p:
+                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q = p + s
+                    if q > len(buf):
+                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
+                    if u is None:
+                        u = []
+                    u.append((t, bytes(buf[p:q])))
+                    p = q
+            o.unknown_tags = u
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 2, p, _reason(e)) from None
     return o, p
