@@ -26,3 +26,41 @@ def read_views(lg, start=None, max_bytes=1 << 30):
     start = lg.log_start_offset if start is None else start
     data = lg.read(start, max_bytes).read_bytes()
     return list(batches(data))
+
+
+def assert_consistent(lg, contiguous=True):
+    """The log is a valid prefix and both indexes of every segment agree with it.
+
+    Checks, per segment: every batch's checksum; offsets increasing (and, when
+    ``contiguous``, with no gaps); each offset index entry points at the start of a
+    batch and names the last offset of the append that began there; each time index entry names the
+    largest timestamp so far and the batch that reached it.
+    """
+    from storage.headers import crc_valid
+
+    expected_next = lg.segments[0].base_offset
+    for seg in lg.segments:
+        infos = list(seg.batches())
+        assert sum(i.size for i in infos) == seg.size
+        by_position = {i.position: i for i in infos}
+        running_max, max_at = -1, {}
+        for info in infos:
+            raw = seg.read_bytes(info.position, info.size)
+            assert crc_valid(raw, 0, info.size)
+            assert info.base_offset >= expected_next
+            if contiguous:
+                assert info.base_offset == expected_next
+            expected_next = info.last_offset + 1
+            if info.max_timestamp > running_max:
+                running_max = info.max_timestamp
+                max_at[info.last_offset] = running_max
+        assert seg.next_offset == (infos[-1].last_offset + 1 if infos else seg.base_offset)
+        for n in range(seg.offset_index.entries):
+            offset, position = seg.offset_index.entry(n)
+            # the append that started at ``position`` ended with ``offset`` (one batch, for magic 2)
+            assert position in by_position and by_position[position].last_offset <= offset
+            assert offset in {i.last_offset for i in infos}
+        for n in range(seg.time_index.entries):
+            ts, offset = seg.time_index.entry(n)
+            assert max_at.get(offset) == ts
+    assert expected_next == lg.log_end_offset

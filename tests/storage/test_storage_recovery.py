@@ -1,0 +1,167 @@
+"""Recovery after an unclean shutdown, with damage injected into segments and indexes.
+
+Each test writes a log, closes it, damages files as a crash or a disk would, reopens
+it and checks that the log is the longest valid prefix with indexes that agree.
+"""
+
+import os
+import struct
+
+import pytest
+from logtools import TS, assert_consistent, batch, read_records
+
+from storage.segment import segment_paths
+
+
+def write(make_log, count=30, **config):
+    lg = make_log(**config)
+    for i in range(count):
+        lg.append(batch(3, value=b"v%d" % i * 20, ts=TS + i))
+    bases = [s.base_offset for s in lg.segments]
+    lg.close()
+    return lg.dir, bases
+
+
+def batch_starts(path):
+    starts, pos, size = [], 0, os.path.getsize(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    while pos + 12 <= size:
+        starts.append(pos)
+        pos += 12 + struct.unpack_from(">i", data, pos + 8)[0]
+    return starts
+
+
+CONFIG = dict(segment_bytes=2000, index_interval_bytes=200)
+
+
+def reopen(make_log, clean=False):
+    return make_log(had_clean_shutdown=clean, **CONFIG)
+
+
+def test_torn_tail_is_cut_at_the_last_whole_batch(make_log):
+    directory, bases = write(make_log, **CONFIG)
+    log_path = segment_paths(directory, bases[-1])[0]
+    starts = batch_starts(log_path)
+    with open(log_path, "r+b") as f:
+        f.truncate(starts[-1] + 30)                  # the last batch lost its tail
+    lg = reopen(make_log)
+    assert os.path.getsize(log_path) == starts[-1]
+    assert lg.log_end_offset == 87
+    assert_consistent(lg)
+    lg.append(batch(1))
+    assert read_records(lg)[-1].offset == 87
+
+
+def test_garbage_after_the_last_batch_is_cut(make_log):
+    directory, bases = write(make_log, **CONFIG)
+    log_path = segment_paths(directory, bases[-1])[0]
+    good = os.path.getsize(log_path)
+    with open(log_path, "ab") as f:
+        f.write(os.urandom(333))
+    lg = reopen(make_log)
+    assert os.path.getsize(log_path) == good
+    assert lg.log_end_offset == 90
+    assert_consistent(lg)
+
+
+def test_plausible_header_with_bad_checksum_is_cut(make_log):
+    directory, bases = write(make_log, **CONFIG)
+    log_path = segment_paths(directory, bases[-1])[0]
+    good = os.path.getsize(log_path)
+    forged = batch(3)
+    struct.pack_into(">q", forged, 0, 90)
+    forged[-1] ^= 0x55
+    with open(log_path, "ab") as f:
+        f.write(forged)
+    lg = reopen(make_log)
+    assert os.path.getsize(log_path) == good and lg.log_end_offset == 90
+    assert_consistent(lg)
+
+
+def test_offsets_going_backwards_are_cut(make_log):
+    directory, bases = write(make_log, **CONFIG)
+    log_path = segment_paths(directory, bases[-1])[0]
+    good = os.path.getsize(log_path)
+    stale = batch(3)
+    struct.pack_into(">q", stale, 0, bases[-1])       # valid checksum, but offsets already used
+    with open(log_path, "ab") as f:
+        f.write(stale)
+    lg = reopen(make_log)
+    assert os.path.getsize(log_path) == good
+    assert_consistent(lg)
+
+
+def test_damage_in_an_earlier_segment_drops_everything_after_it(make_log):
+    directory, bases = write(make_log, **CONFIG)
+    assert len(bases) >= 3
+    log_path = segment_paths(directory, bases[1])[0]
+    starts = batch_starts(log_path)
+    with open(log_path, "r+b") as f:
+        f.seek(starts[2] + 70)
+        f.write(b"\xff\xff\xff")
+    lg = make_log(recovery_point=bases[1], **CONFIG)
+    assert [s.base_offset for s in lg.segments] == bases[:2]
+    assert lg.log_end_offset == bases[1] + 2 * 3
+    assert_consistent(lg)
+    assert not os.path.exists(segment_paths(directory, bases[2])[0])
+
+
+@pytest.mark.parametrize("damage", ["garbage", "zeros", "partial", "missing", "missing-time"])
+def test_damaged_or_missing_indexes_are_rebuilt(make_log, damage):
+    directory, bases = write(make_log, **CONFIG)
+    _, index_path, time_path = segment_paths(directory, bases[0])
+    if damage == "garbage":
+        with open(index_path, "r+b") as f:
+            f.seek(8)
+            f.write(b"\xff\xfe" * 8)                 # offsets no longer increase
+    elif damage == "zeros":
+        with open(index_path, "ab") as f:
+            f.write(bytes(800))                      # a preallocated tail left by a crash
+    elif damage == "partial":
+        with open(index_path, "ab") as f:
+            f.write(b"\x00\x01\x02")
+    elif damage == "missing":
+        os.unlink(index_path)
+    else:
+        os.unlink(time_path)
+    lg = reopen(make_log, clean=True)                # even after a clean shutdown
+    assert lg.log_end_offset == 90
+    assert lg.segments[0].offset_index.entries > 0 and lg.segments[0].time_index.entries > 0
+    assert_consistent(lg)
+    assert [r.offset for r in read_records(lg)] == list(range(90))
+
+
+def test_interrupted_cleaning_leftovers(make_log):
+    directory, bases = write(make_log, **CONFIG)
+    log_path = segment_paths(directory, bases[0])[0]
+    with open(log_path + ".cleaned", "wb") as f:
+        f.write(b"half-written cleaner output")
+    with open(segment_paths(directory, bases[1])[0] + ".deleted", "wb") as f:
+        f.write(b"old segment awaiting deletion")
+    lg = reopen(make_log)
+    assert not [f for f in os.listdir(directory) if f.endswith((".cleaned", ".deleted"))]
+    assert lg.log_end_offset == 90
+    assert_consistent(lg)
+
+
+def test_interrupted_swap_is_completed(make_log):
+    directory, bases = write(make_log, **CONFIG)
+    # a finished cleaning of the first two segments: only the last batch of each survived
+    first, second = (segment_paths(directory, b)[0] for b in bases[:2])
+    keep = []
+    for path in (first, second):
+        with open(path, "rb") as f:
+            data = f.read()
+        last = batch_starts(path)[-1]
+        keep.append(data[last:])
+    with open(first + ".swap", "wb") as f:
+        f.write(b"".join(keep))
+    lg = reopen(make_log)
+    assert lg.segments[0].base_offset == bases[0]
+    assert bases[1] not in [s.base_offset for s in lg.segments]
+    assert not [f for f in os.listdir(directory) if f.endswith(".swap")]
+    assert_consistent(lg, contiguous=False)
+    offsets = [r.offset for r in read_records(lg)]
+    assert offsets == sorted(offsets) and offsets[-1] == 89
+
