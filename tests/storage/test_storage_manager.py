@@ -1,0 +1,116 @@
+"""LogManager: spreading partitions over log.dirs, checkpoints, clean-shutdown marker, recovery,
+background retention and flush.ms."""
+
+import os
+import time
+
+from logtools import TS, batch, read_records
+
+from storage import checkpoint
+from storage.config import LogConfig
+from storage.manager import LogManager
+
+
+def manager(tmp_path, clock, dirs=2, **kwargs):
+    return LogManager([str(tmp_path / f"d{i}") for i in range(dirs)], kwargs.pop("config", LogConfig()),
+                      clock=clock, cleaner_enabled=kwargs.pop("cleaner_enabled", False), **kwargs)
+
+
+def test_new_partitions_go_to_the_dir_with_fewest(tmp_path, clock):
+    m = manager(tmp_path, clock, dirs=3)
+    m.startup(background=False)
+    for p in range(6):
+        m.get_or_create_log("t", p)
+    counts = {d: len(logs) for d, logs in m.logs_by_dir().items()}
+    assert sorted(counts.values()) == [2, 2, 2]
+    assert os.path.isdir(os.path.join(m._dir_of[("t", 4)], "t-4"))
+    m.shutdown()
+    m2 = manager(tmp_path, clock, dirs=3)
+    m2.startup(background=False)
+    assert sorted(m2.logs) == [("t", p) for p in range(6)]
+    # a fresh partition still goes to a least-loaded dir
+    assert m2.next_log_dir() == m2.log_dirs[0]
+    m2.shutdown()
+
+
+def test_checkpoints_and_clean_shutdown_marker(tmp_path, clock):
+    m = manager(tmp_path, clock, dirs=1)
+    m.startup(background=False)
+    lg = m.get_or_create_log("my-topic", 3)
+    for _ in range(5):
+        lg.append(batch(2))
+    lg.maybe_increment_log_start_offset(4)
+    d = m.log_dirs[0]
+    assert not checkpoint.had_clean_shutdown(d)
+    m.shutdown()
+    assert checkpoint.had_clean_shutdown(d)
+    with open(os.path.join(d, checkpoint.RECOVERY_POINT_CHECKPOINT)) as f:
+        assert f.read() == "0\n1\nmy-topic 3 10\n"
+    with open(os.path.join(d, checkpoint.LOG_START_OFFSET_CHECKPOINT)) as f:
+        assert f.read() == "0\n1\nmy-topic 3 4\n"
+    with open(os.path.join(d, checkpoint.CLEAN_SHUTDOWN_FILE)) as f:
+        assert f.read() == '{"version":0,"brokerEpoch":-1}'
+    m2 = manager(tmp_path, clock, dirs=1)
+    m2.startup(background=False)
+    assert not checkpoint.had_clean_shutdown(d)          # removed while running
+    lg2 = m2.get_log("my-topic", 3)
+    assert (lg2.log_start_offset, lg2.log_end_offset, lg2.recovery_point) == (4, 10, 10)
+    m2.shutdown()
+
+
+def test_unclean_shutdown_recovers_from_the_recovery_point(tmp_path, clock):
+    m = manager(tmp_path, clock, dirs=1, config=LogConfig(segment_bytes=400))
+    m.startup(background=False)
+    lg = m.get_or_create_log("t", 0)
+    for _ in range(20):
+        lg.append(batch(2, value=b"x" * 30))
+    lg.flush()
+    m.checkpoint_recovery_points()
+    lg.append(batch(2))
+    active = lg.active_segment.log_path
+    # crash: no shutdown; the unflushed tail is torn
+    with open(active, "r+b") as f:
+        f.truncate(os.path.getsize(active) - 5)
+    m2 = manager(tmp_path, clock, dirs=1, config=LogConfig(segment_bytes=400))
+    m2.startup(background=False)
+    lg2 = m2.get_log("t", 0)
+    assert lg2.log_end_offset == 40
+    assert [r.offset for r in read_records(lg2)] == list(range(40))
+    m2.shutdown()
+
+
+def test_background_retention_and_flush_ms(tmp_path, clock):
+    config = LogConfig(segment_bytes=400, retention_ms=1000, flush_ms=0, file_delete_delay_ms=0)
+    m = manager(tmp_path, clock, dirs=1, config=config, retention_check_interval_ms=10,
+                flush_check_interval_ms=10)
+    m.startup()
+    lg = m.get_or_create_log("t", 0)
+    for i in range(20):
+        lg.append(batch(2, value=b"x" * 30, ts=TS + i))
+    clock.ms = TS + 10 ** 7
+    deadline = time.monotonic() + 10
+    while (lg.log_start_offset < 40 or lg.recovery_point < 40) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lg.recovery_point == 40                        # flushed by the flush.ms check
+    assert lg.log_start_offset == 40                      # everything expired by retention.ms
+    m.shutdown()
+
+
+def test_delete_log_renames_then_removes(tmp_path, clock):
+    m = manager(tmp_path, clock, dirs=1, config=LogConfig(file_delete_delay_ms=600_000))
+    m.startup(background=False)
+    m.get_or_create_log("t", 0).append(batch(1))
+    m.delete_log("t", 0)
+    names = os.listdir(m.log_dirs[0])
+    assert "t-0" not in names and any(n.startswith("t-0.") and n.endswith("-delete") for n in names)
+    assert m.get_log("t", 0) is None
+    m.shutdown()                                          # runs the delayed removal
+    assert not any(n.endswith("-delete") for n in os.listdir(m.log_dirs[0]))
+
+
+def test_malformed_checkpoint_means_full_recovery(tmp_path):
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    path.write_text("0\n2\nt 0 5\n")
+    assert checkpoint.read_offsets(str(path)) == {}
+    path.write_text("0\n1\nt-x 0 5\n")
+    assert checkpoint.read_offsets(str(path)) == {("t-x", 0): 5}
