@@ -17,7 +17,7 @@ AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
 # With no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
 # DESCRIBE_CONFIGS, ALTER_CONFIGS as bits of Kafka's AclOperation codes.
 TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
+CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def broker_entries(broker) -> list:
