@@ -40,7 +40,8 @@ _DEFS = {
 class LogConfig:
     """Immutable view of one log's settings; attribute names are Kafka's with dots as underscores."""
 
-    __slots__ = tuple(name.replace(".", "_") for name in _DEFS) + ("compact", "delete", "log_append_time", "props")
+    __slots__ = tuple(name.replace(".", "_") for name in _DEFS) + (
+        "compact", "delete", "log_append_time", "reads_records", "props")
 
     def __init__(self, props: dict | None = None, **overrides):
         merged = dict(props or {})
@@ -66,6 +67,12 @@ class LogConfig:
         object.__setattr__(self, "compact", "compact" in policies)
         object.__setattr__(self, "delete", "delete" in policies)
         object.__setattr__(self, "log_append_time", values["message.timestamp.type"] == "LogAppendTime")
+        # Whether produce validation must look at records (null keys, per-record timestamps);
+        # otherwise it reads batch headers only.
+        bounded = values["message.timestamp.before.max.ms"] != LONG_MAX or \
+            values["message.timestamp.after.max.ms"] != LONG_MAX
+        object.__setattr__(self, "reads_records", "compact" in policies or (
+            bounded and values["message.timestamp.type"] == "CreateTime"))
         object.__setattr__(self, "props", values)
 
     def __setattr__(self, name, value):

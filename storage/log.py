@@ -35,6 +35,9 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 
+_new = tuple.__new__
+
+
 class AppendResult(NamedTuple):
     first_offset: int
     last_offset: int
@@ -137,25 +140,23 @@ class Log:
         with self._lock:
             if self.closed:
                 raise KafkaStorageError(f"log {self.name} is closed")
-            result = validate_and_assign(records, self.next_offset, self.config, now, leader_epoch, origin)
-            size = len(result.data)
-            if size > self.config.segment_bytes:
+            config = self.config
+            data, first_offset, last_offset, max_timestamp, offset_of_max, log_append_time, batches = \
+                validate_and_assign(records, self.next_offset, config, now, leader_epoch, origin)
+            size = len(data)
+            if size > config.segment_bytes:
                 raise RecordListTooLargeError(f"Message batch size is {size} bytes in append to partition "
                                               f"{self.name}, which exceeds the maximum configured segment size "
-                                              f"of {self.config.segment_bytes}.")
-            segment = self._maybe_roll(size, result.max_timestamp, result.last_offset, now)
-            segment.append(result.data, result.last_offset, result.max_timestamp, result.offset_of_max_timestamp)
-            self.next_offset = result.last_offset + 1
-            if self.unflushed_messages >= self.config.flush_messages:
+                                              f"of {config.segment_bytes}.")
+            segment = self._view[0][-1]
+            if segment.should_roll(size, max_timestamp, last_offset, now):
+                segment = self.roll()
+            segment.append(data, last_offset, max_timestamp, offset_of_max)
+            self.next_offset = last_offset + 1
+            if last_offset + 1 - self.recovery_point >= config.flush_messages:
                 self.flush()
-        return AppendResult(result.first_offset, result.last_offset, result.log_append_time,
-                            self.log_start_offset, result.max_timestamp, result.batches)
-
-    def _maybe_roll(self, messages_size: int, max_timestamp: int, max_offset: int, now: int) -> LogSegment:
-        segment = self.active_segment
-        if segment.should_roll(messages_size, max_timestamp, max_offset, now):
-            return self.roll()
-        return segment
+        return _new(AppendResult, (first_offset, last_offset, log_append_time, self.log_start_offset,
+                                   max_timestamp, batches))
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset; fsync the old one in the background."""

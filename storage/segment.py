@@ -82,12 +82,12 @@ class LogSegment:
         position = self.size
         if position == 0:
             self.rolling_based_timestamp = largest_timestamp
-        if not self.offset_index.can_append_offset(largest_offset):
+        if largest_offset - self.base_offset > INT32_MAX:
             raise OverflowError(f"offset {largest_offset} overflows segment {self.base_offset}")
-        view = memoryview(data)
-        written = 0
-        while written < len(view):
-            written += os.pwrite(self.fd, view[written:], position + written)
+        length = len(data)
+        written = os.pwrite(self.fd, data, position)
+        while written < length:
+            written += os.pwrite(self.fd, memoryview(data)[written:], position + written)
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
             self.offset_of_max_timestamp_so_far = offset_of_max_timestamp
@@ -95,24 +95,26 @@ class LogSegment:
             self.offset_index.append(largest_offset, position)
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
             self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(view)
-        self.size = position + len(view)
+        self.bytes_since_last_index_entry += length
+        self.size = position + length
         self.next_offset = largest_offset + 1
 
     def should_roll(self, messages_size: int, max_timestamp: int, max_offset: int, now: int) -> bool:
         """Kafka's LogSegment.shouldRoll: size, time, a full index, or a relative-offset overflow."""
-        reached_roll_ms = self.time_waited_for_roll(now, max_timestamp) > self.config.segment_ms - self.roll_jitter_ms
-        return (self.size > self.config.segment_bytes - messages_size
-                or (self.size > 0 and reached_roll_ms)
-                or self.offset_index.is_full() or self.time_index.is_full()
-                or not self.offset_index.can_append_offset(max_offset))
+        size = self.size
+        config = self.config
+        offsets, times = self.offset_index, self.time_index
+        if (size > config.segment_bytes - messages_size or max_offset - self.base_offset > INT32_MAX
+                or offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1):
+            return True
+        return size > 0 and self.time_waited_for_roll(now, max_timestamp) > config.segment_ms - self.roll_jitter_ms
 
     def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
         """Time since the first batch's timestamp (or since creation when there is none)."""
-        if self.rolling_based_timestamp is None and self.size > 0:
-            first = read_batch_info(self.fd, 0, self.size)
-            self.rolling_based_timestamp = first.max_timestamp if first else NO_TIMESTAMP
         ts = self.rolling_based_timestamp
+        if ts is None:
+            first = read_batch_info(self.fd, 0, self.size) if self.size else None
+            ts = self.rolling_based_timestamp = first.max_timestamp if first else None
         if ts is not None and ts >= 0:
             return message_timestamp - ts
         return now - self.created_ms
