@@ -415,7 +415,7 @@ def test_describe_topic_partitions_all_topics_in_pages(broker, admin):
     seen, cursor = [], None
     while True:
         pages, cursor, _ = _dtp(broker, [], 3, cursor)
-        assert all(n <= 3 for n in [sum(len(p) for _, _, p in pages)])
+        assert sum(len(parts) for _, _, parts in pages) <= 3
         seen += [(name, i) for name, _, parts in pages for i in parts]
         if cursor is None:
             break
