@@ -1,0 +1,322 @@
+"""GroupMetadataManager: the group cache and its backing store, the `__consumer_offsets` topic.
+
+Every committed offset and every completed rebalance is appended to the
+partition `partition_for(group_id)` of the compacted internal topic, keyed as
+Kafka keys it, so that the log cleaner keeps only the latest value per key. The
+coordinator answers from the in-memory cache; the topic is read only when a
+broker starts, partition by partition, and a group whose partition is still
+loading gets COORDINATOR_LOAD_IN_PROGRESS.
+
+The topic is created on first use (FindCoordinator, or the first write) with
+`offsets.topic.num.partitions` partitions and `cleanup.policy=compact`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+from storage.errors import LogError
+from storage.validator import COORDINATOR
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.consumer_offsets import GroupMetadataValue
+from ..protocol.records import batches, build_batch, control_record_type, ControlRecordType
+from .group import ClassicGroup, GroupState, now_ms
+from .member import MemberMetadata
+from .records import (
+    GROUP_METADATA_TOPIC_NAME, GroupKey, OffsetAndMetadata, OffsetKey, group_metadata_key,
+    group_metadata_value, offset_commit_key, offset_commit_value, partition_for, read_group_value,
+    read_key, read_offset_value,
+)
+
+log = logging.getLogger(__name__)
+
+# How append failures reach clients (Kafka's GroupMetadataManager conversions).
+_STORE_GROUP_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+_STORE_OFFSET_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+
+
+def group_to_value(group: ClassicGroup, assignment: dict[str, bytes]) -> GroupMetadataValue:
+    protocol = group.protocol_name
+    members = [GroupMetadataValue.MemberMetadata(
+        member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+        client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms, session_timeout=m.session_timeout_ms,
+        subscription=m.metadata(protocol), assignment=assignment[m.member_id]) for m in group.members.values()]
+    return GroupMetadataValue(protocol_type=group.protocol_type or "", generation=group.generation_id,
+                              protocol=protocol, leader=group.leader_id,
+                              current_state_timestamp=group.state_timestamp if group.state_timestamp is not None
+                              else -1, members=members)
+
+
+def group_from_value(group_id: str, version: int, v: GroupMetadataValue) -> ClassicGroup:
+    """A group as it was at its last stored rebalance: Stable with its members, or Empty."""
+    group = ClassicGroup(group_id, GroupState.STABLE if v.members else GroupState.EMPTY)
+    group.protocol_type = v.protocol_type or None
+    group.generation_id = v.generation
+    group.protocol_name = v.protocol
+    group.leader_id = v.leader
+    group.state_timestamp = v.current_state_timestamp if v.current_state_timestamp >= 0 else None
+    for m in v.members:
+        member = MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                m.session_timeout if version == 0 else m.rebalance_timeout, m.session_timeout,
+                                group.protocol_type or "", [(v.protocol, bytes(m.subscription))])
+        member.assignment = bytes(m.assignment)
+        group.add(member)
+    group.subscribed_topics = group.compute_subscribed_topics()
+    return group
+
+
+def read_offsets_partition(log_, load_buffer_size: int):
+    """Replay one `__consumer_offsets` partition: the latest offset per key and value per group.
+
+    Runs in a worker thread; it only reads the log. Transactional offset commits
+    count once their COMMIT marker is seen, as in Kafka.
+    """
+    offsets: dict[OffsetKey, OffsetAndMetadata] = {}
+    groups: dict[str, tuple[int, GroupMetadataValue] | None] = {}
+    pending: dict[int, dict[OffsetKey, OffsetAndMetadata | None]] = {}
+    position = log_.log_start_offset
+    end = log_.log_end_offset
+    while position < end:
+        data = log_.read(position, load_buffer_size, upper_bound=end).read_bytes()
+        if not data:
+            break
+        for batch in batches(data):
+            control = getattr(batch, "is_control", False)
+            txn = getattr(batch, "is_transactional", False)
+            for record in batch.records():
+                if control:
+                    kind = control_record_type(record.key)
+                    committed = pending.pop(batch.producer_id, {})
+                    if kind == ControlRecordType.COMMIT:
+                        for k, o in committed.items():
+                            if o is None:
+                                offsets.pop(k, None)
+                            else:
+                                offsets[k] = o
+                    continue
+                if record.key is None:
+                    continue
+                key = read_key(record.key)
+                if isinstance(key, OffsetKey):
+                    value = None if record.value is None else read_offset_value(record.value)
+                    if txn:
+                        pending.setdefault(batch.producer_id, {})[key] = value
+                    elif value is None:
+                        offsets.pop(key, None)
+                    else:
+                        offsets[key] = value
+                elif isinstance(key, GroupKey):
+                    groups[key.group] = None if record.value is None else read_group_value(record.value)
+            position = batch.next_offset if hasattr(batch, "next_offset") else batch.last_offset + 1
+    return offsets, groups
+
+
+class GroupMetadataManager:
+    def __init__(self, broker, clock: Callable[[], int] = now_ms):
+        cfg = broker.config
+        self.broker = broker
+        self.clock = clock
+        self.groups: dict[str, ClassicGroup] = {}
+        self.loading: set[int] = set()
+        self.num_partitions = cfg["offsets.topic.num.partitions"]
+        self.metadata_max_bytes = cfg["offset.metadata.max.bytes"]
+        self.load_buffer_size = cfg["offsets.load.buffer.size"]
+        self.compression = cfg["offsets.topic.compression.codec"]
+        self.segment_bytes = cfg["offsets.topic.segment.bytes"]
+        self.retention_ms = cfg["offsets.retention.minutes"] * 60 * 1000
+        self._partition_of: dict[str, int] = {}
+        self.load_task: asyncio.Task | None = None
+
+    # ------------------------------------------------------------ partitions
+    def partition_for(self, group_id: str) -> int:
+        p = self._partition_of.get(group_id)
+        if p is None:
+            p = self._partition_of[group_id] = partition_for(group_id, self.num_partitions)
+        return p
+
+    def is_group_loading(self, group_id: str) -> bool:
+        return bool(self.loading) and self.partition_for(group_id) in self.loading
+
+    @property
+    def is_loading(self) -> bool:
+        return bool(self.loading)
+
+    def topic_exists(self) -> bool:
+        return self.broker.topics.get(GROUP_METADATA_TOPIC_NAME) is not None
+
+    def ensure_topic(self) -> bool:
+        """Create `__consumer_offsets` if it is missing (Kafka does on FindCoordinator); False if it cannot be."""
+        if self.topic_exists():
+            return True
+        configs = {"cleanup.policy": "compact", "compression.type": "producer",
+                   "segment.bytes": str(self.segment_bytes)}
+        try:
+            self.broker.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, 1, configs)
+        except Exception:
+            log.exception("cannot create %s", GROUP_METADATA_TOPIC_NAME)
+            return False
+        log.info("created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, self.num_partitions)
+        return True
+
+    # ------------------------------------------------------------ cache
+    def get_group(self, group_id: str) -> ClassicGroup | None:
+        return self.groups.get(group_id)
+
+    def add_group(self, group: ClassicGroup) -> ClassicGroup:
+        return self.groups.setdefault(group.group_id, group)
+
+    def get_or_create_group(self, group_id: str, create: bool) -> ClassicGroup | None:
+        group = self.groups.get(group_id)
+        if group is None and create:
+            group = self.add_group(ClassicGroup(group_id))
+        return group
+
+    def group_not_exists(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is None or group.is_(GroupState.DEAD)
+
+    # ------------------------------------------------------------ writing
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
+        if not self.ensure_topic():
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        partition = self.broker.replicas.get(GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id))
+        if partition is None:
+            return ErrorCode.NOT_COORDINATOR
+        batch = bytearray(build_batch(records, compression=self.compression))
+        try:
+            partition.log.append(batch, partition.leader_epoch, origin=COORDINATOR)
+        except LogError as e:
+            log.warning("appending to %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, partition.index, e)
+            return e.error_code
+        self.broker.replicas.appended(partition)
+        return ErrorCode.NONE
+
+    def store_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> int:
+        """Append the group's metadata with this assignment; the error a member should see."""
+        value = group_metadata_value(group_to_value(group, assignment))
+        error = self._append(group.group_id, [(group_metadata_key(group.group_id), value)])
+        return _STORE_GROUP_ERRORS.get(error, error)
+
+    def store_offsets(self, group: ClassicGroup,
+                      offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
+        """Append the commits (one batch, so they land atomically) and cache them; per-partition errors."""
+        limit = self.metadata_max_bytes
+        ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
+        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
+        if not ok:
+            return errors
+        records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
+        error = self._append(group.group_id, records)
+        error = _STORE_OFFSET_ERRORS.get(error, error)
+        if error == ErrorCode.NONE and not group.is_(GroupState.DEAD):
+            group.offsets.update(ok)
+        errors.update((tp, error) for tp in ok)
+        return errors
+
+    def cleanup_group_metadata(self, groups, selector) -> int:
+        """Remove offsets chosen by `selector(group)`; an empty group left without offsets dies.
+
+        Tombstones go to the log so that compaction drops the keys; the group's own
+        tombstone is written only if it ever stored metadata (generation > 0).
+        """
+        removed_total = 0
+        for group in list(groups):
+            group_id = group.group_id
+            if self.is_group_loading(group_id):
+                continue
+            removed = selector(group)
+            if group.is_(GroupState.EMPTY) and not group.offsets:
+                group.transition_to(GroupState.DEAD)
+            tombstones = [(offset_commit_key(group_id, t, p), None) for (t, p) in removed]
+            if group.is_(GroupState.DEAD) and self.groups.get(group_id) is group:
+                del self.groups[group_id]
+                if group.generation_id > 0:
+                    tombstones.append((group_metadata_key(group_id), None))
+            if tombstones and self.topic_exists():
+                # As Kafka, not waiting for success: a lost tombstone is written again next round.
+                self._append(group_id, tombstones)
+            removed_total += len(removed)
+        return removed_total
+
+    def expire_offsets(self) -> int:
+        """The `offsets.retention.check.interval.ms` task."""
+        now = self.clock()
+        removed = self.cleanup_group_metadata(
+            list(self.groups.values()), lambda g: g.remove_expired_offsets(now, self.retention_ms))
+        if removed:
+            log.info("removed %d expired offsets", removed)
+        return removed
+
+    # ------------------------------------------------------------ loading
+    def schedule_load(self, on_group_loaded) -> None:
+        """Mark every partition loading and replay them in the background."""
+        topic = self.broker.topics.get(GROUP_METADATA_TOPIC_NAME)
+        if topic is None:
+            return
+        self.num_partitions = topic.partitions
+        self._partition_of.clear()
+        self.loading = set(range(topic.partitions))
+        self.load_task = asyncio.get_running_loop().create_task(self._load_all(on_group_loaded))
+
+    async def _load_all(self, on_group_loaded) -> None:
+        for index in sorted(self.loading):
+            try:
+                await self.load_partition(index, on_group_loaded)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, index)
+            finally:
+                self.loading.discard(index)
+
+    async def load_partition(self, index: int, on_group_loaded) -> None:
+        partition = self.broker.replicas.get(GROUP_METADATA_TOPIC_NAME, index)
+        if partition is None:
+            return
+        offsets, groups = await asyncio.to_thread(read_offsets_partition, partition.log, self.load_buffer_size)
+        by_group: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        for key, o in offsets.items():
+            by_group.setdefault(key.group, {})[(key.topic, key.partition)] = o
+        loaded = []
+        for group_id, value in groups.items():
+            if value is not None:
+                loaded.append(group_from_value(group_id, *value))
+        for group_id in by_group.keys() - {g.group_id for g in loaded}:
+            loaded.append(ClassicGroup(group_id))
+        for group in loaded:
+            group.offsets = by_group.get(group.group_id, {})
+            current = self.add_group(group)
+            if current is group:
+                on_group_loaded(group)
+        if loaded:
+            log.info("loaded %d groups from %s-%d", len(loaded), GROUP_METADATA_TOPIC_NAME, index)
+
+    async def shutdown(self) -> None:
+        if self.load_task is not None and not self.load_task.done():
+            self.load_task.cancel()
+            try:
+                await self.load_task
+            except (asyncio.CancelledError, Exception):
+                pass
