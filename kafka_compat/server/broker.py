@@ -63,6 +63,8 @@ class Broker:
         self.replicas = ReplicaManager(self)
         from .controller import Controller
         self.controller = Controller(self)
+        from ..group import GroupCoordinator
+        self.group_coordinator = GroupCoordinator(self)
         self.started = False
 
     # ------------------------------------------------------------ lifecycle
@@ -102,6 +104,7 @@ class Broker:
         self._prepare_dirs()
         self.topics = TopicRegistry(self.log_dirs[0])
         await self.replicas.startup()
+        await self.group_coordinator.startup()
         from ..network.connection import Connection
         loop = asyncio.get_running_loop()
         for lst in self.listeners:
@@ -130,6 +133,7 @@ class Broker:
         for s in self.servers:
             await s.wait_closed()
         self.servers.clear()
+        await self.group_coordinator.shutdown()
         await self.replicas.shutdown()
         self.started = False
 
