@@ -20,6 +20,10 @@ from .headers import NO_TIMESTAMP
 INT32_MAX = (1 << 31) - 1
 
 
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
 class CorruptIndexError(Exception):
     """An index file is not a valid sparse index; the caller rebuilds it from the log."""
 
@@ -192,7 +196,7 @@ class _Index:
 class OffsetIndex(_Index):
     """Maps the last offset of an indexed batch to the file position where that batch starts."""
 
-    ENTRY = struct.Struct(">ii")
+    ENTRY = _OFFSET_ENTRY
     KEY = 0
     OFFSET = 0
 
@@ -200,11 +204,16 @@ class OffsetIndex(_Index):
         self.last_offset = self.base_offset + self._entry(self.entries - 1)[0] if self.entries else self.base_offset
 
     def append(self, offset: int, position: int) -> None:
-        if self.is_full():
-            raise ValueError(f"attempt to append to a full index ({self.entries} entries)")
-        if self.entries and offset <= self.last_offset:
+        n = self.entries
+        if n >= self.max_entries:
+            raise ValueError(f"attempt to append to a full index ({n} entries)")
+        if n and offset <= self.last_offset:
             raise ValueError(f"index offset {offset} not above the last one {self.last_offset}")
-        self._put(self.relative(offset), position)
+        rel = offset - self.base_offset
+        if rel < 0 or rel > INT32_MAX:
+            raise OverflowError(f"offset {offset} does not fit an index based at {self.base_offset}")
+        _OFFSET_ENTRY.pack_into(self._mm, n * 8, rel, position)
+        self.entries = n + 1
         self.last_offset = offset
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
@@ -235,7 +244,7 @@ class OffsetIndex(_Index):
 class TimeIndex(_Index):
     """Maps the largest timestamp seen so far to the last offset of the batch holding it."""
 
-    ENTRY = struct.Struct(">qi")
+    ENTRY = _TIME_ENTRY
     KEY = 0
     OFFSET = 1
 
@@ -250,13 +259,15 @@ class TimeIndex(_Index):
         return self.entries >= self.max_entries - 1
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
-        if not skip_full_check and self.is_full():
-            raise ValueError(f"attempt to append to a full time index ({self.entries} entries)")
+        n = self.entries
+        if not skip_full_check and n >= self.max_entries - 1:
+            raise ValueError(f"attempt to append to a full time index ({n} entries)")
         last_ts, last_offset = self.last_entry
-        if self.entries and offset < last_offset:
+        if n and offset < last_offset:
             raise ValueError(f"time index offset {offset} below the last one {last_offset}")
-        if timestamp > last_ts and self.entries < self.max_entries:
-            self._put(timestamp, self.relative(offset))
+        if timestamp > last_ts and n < self.max_entries:
+            _TIME_ENTRY.pack_into(self._mm, n * 12, timestamp, self.relative(offset))
+            self.entries = n + 1
             self.last_entry = (timestamp, offset)
 
     def lookup(self, target_timestamp: int) -> tuple[int, int]:

@@ -79,7 +79,9 @@ def lose_unflushed_tail(directory: str, durable: list, rng: random.Random) -> No
     ``durable`` lists (segment base, size) pairs known fsynced: the log as the round
     found it, and the writer's last report.
     """
-    logs = sorted(f for f in os.listdir(directory) if f.endswith(".log"))
+    logs = sorted(f for f in os.listdir(directory) if f.endswith(".log")) if os.path.isdir(directory) else []
+    if not logs:
+        return   # killed before its first segment existed
     last = os.path.join(directory, logs[-1])
     floor = max([size for base, size in durable if base == int(logs[-1][:20])], default=0)
     length = os.path.getsize(last)

@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 
 import pytest
 from logtools import TS, batch, keyed, read_records, read_views
@@ -191,3 +192,24 @@ def test_readers_never_fail_during_rolls_and_retention(make_log):
     t.join()
     assert errors == []
     assert lg.log_start_offset > 0
+
+
+def test_roll_fsyncs_the_old_segment_in_the_background(make_log):
+    lg = make_log(segment_bytes=300)
+    for _ in range(4):
+        lg.append(batch(2, value=b"z" * 30))
+    new_base = lg.active_segment.base_offset
+    assert new_base > 0
+    deadline = time.monotonic() + 10
+    while lg.recovery_point < new_base and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert lg.recovery_point == new_base          # the flush scheduled by the roll ran
+
+
+def test_batch_headers_from_an_offset(make_log):
+    lg = make_log(segment_bytes=300)
+    for i in range(6):
+        lg.append(batch(2, value=b"z" * 30, producer_id=5, producer_epoch=0, base_sequence=2 * i))
+    headers = list(lg.batch_headers(5))
+    assert [(h.base_offset, h.base_sequence, h.producer_id) for h in headers] == \
+        [(4, 4, 5), (6, 6, 5), (8, 8, 5), (10, 10, 5)]
