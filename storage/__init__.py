@@ -1,0 +1,7 @@
+"""Kafka's log engine: partitions as directories of segments with sparse indexes.
+
+Usable without the broker: ``Log`` for one partition, ``LogManager`` for the
+partitions of several log dirs with recovery, retention, flushing and the
+cleaner in background threads. ``python -m storage.dump`` prints files the
+way Kafka's DumpLogSegments does.
+"""

@@ -144,16 +144,21 @@ def _batch_at(log_path: str, position: int):
         os.close(fd)
 
 
+def _report_sanity(path: str, entries: list, length: int, entry: struct.Struct, out, err) -> None:
+    """Whole entries whose keys (offsets, or timestamps) strictly increase."""
+    keys = [e[0] for e in entries]
+    if length % entry.size or any(b <= a for a, b in zip(keys, keys[1:])):
+        print(f"{path} failed sanity check.", file=err)
+    else:
+        print(f"{path} passed sanity check.", file=out)
+
+
 def dump_index(path: str, out, err, sanity_only: bool, verify_only: bool) -> None:
     base = int(os.path.basename(path).split(".")[0])
     log_path = path[: -len(INDEX_SUFFIX)] + LOG_SUFFIX
     entries, length = _entries(path, _OFFSET_ENTRY)
     if sanity_only:
-        rels = [e[0] for e in entries]
-        if length % _OFFSET_ENTRY.size or any(b <= a for a, b in zip(rels, rels[1:])):
-            print(f"{path} failed sanity check.", file=err)
-        else:
-            print(f"{path} passed sanity check.", file=out)
+        _report_sanity(path, entries, length, _OFFSET_ENTRY, out, err)
         return
     if not entries:
         print(f"{path} is empty.", file=out)
@@ -177,11 +182,7 @@ def dump_time_index(path: str, out, err, sanity_only: bool, verify_only: bool) -
     base = int(os.path.basename(path).split(".")[0])
     entries, length = _entries(path, _TIME_ENTRY)
     if sanity_only:
-        stamps = [e[0] for e in entries]
-        if length % _TIME_ENTRY.size or any(b <= a for a, b in zip(stamps, stamps[1:])):
-            print(f"{path} failed sanity check.", file=err)
-        else:
-            print(f"{path} passed sanity check.", file=out)
+        _report_sanity(path, entries, length, _TIME_ENTRY, out, err)
         return
     previous = -1
     out_of_order = []

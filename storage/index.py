@@ -98,10 +98,6 @@ class _Index:
     def size_in_bytes(self) -> int:
         return self.entries * self.ENTRY.size
 
-    def _put(self, *fields) -> None:
-        self.ENTRY.pack_into(self._mm, self.entries * self.ENTRY.size, *fields)
-        self.entries += 1
-
     # -- file management ---------------------------------------------------------------
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded down to whole entries; remap."""
