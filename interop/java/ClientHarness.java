@@ -51,7 +51,7 @@ public final class ClientHarness {
         "  produce --topic T [--partition P] --count N [--compression none|gzip|snappy|lz4|zstd]",
         "          [--null-every K] [--start I] [--idempotent|--no-idempotent] [--transactional-id ID] [--acks A]",
         "  consume --topic T --partition P [--offset earliest|latest|N] --count N [--timeout-ms MS]",
-        "  group-consume --topic T --group G --count N [--timeout-ms MS]",
+        "  group-consume --topic T --group G --count N [--timeout-ms MS] [--session-timeout-ms MS]",
         "  list-offsets --topic T --partition P --timestamp MS|earliest|latest|max",
         "  admin create --topic T [--partitions N] [--replication-factor R] [--config K=V]...",
         "  admin describe --topic T",
@@ -169,7 +169,14 @@ public final class ClientHarness {
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        if (group != null) p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        if (group != null) {
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+            // Kafka's minimum, not the client's 45 s: a broker may hold the first
+            // JoinGroup for part of the session timeout waiting for other members.
+            int session = intOpt("session-timeout-ms", 6000);
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, Integer.toString(session));
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, Integer.toString(session / 5));
+        }
         return new KafkaConsumer<>(p);
     }
 

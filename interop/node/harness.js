@@ -17,8 +17,8 @@ CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy')
 const USAGE = `usage: harness.js <command> --bootstrap HOST:PORT [options]
   produce --topic T [--partition P] --count N [--compression none|gzip|snappy]
           [--null-every K] [--start I] [--idempotent] [--transactional-id ID] [--acks A]
-  consume --topic T --partition P [--offset earliest|latest|N] --count N [--timeout-ms MS]
-  group-consume --topic T --group G --count N [--timeout-ms MS]
+  consume --topic T --partition P [--offset earliest|latest|N] --count N [--timeout-ms MS] [--session-timeout-ms MS]
+  group-consume --topic T --group G --count N [--timeout-ms MS] [--session-timeout-ms MS]
   list-offsets --topic T --partition P --timestamp MS|earliest|latest
   admin create --topic T [--partitions N] [--replication-factor R] [--config K=V]...
   admin describe --topic T
@@ -118,12 +118,19 @@ async function drain (consumer, count, timeoutMs, onMessage) {
   return { finished, timer, got: () => got }
 }
 
+// Kafka's minimum session timeout, not KafkaJS's 30 s / 60 s: a broker may hold the first
+// JoinGroup for a while waiting for other members, which slows every run.
+function groupTimeouts (args) {
+  const sessionTimeout = Number(args.opt('session-timeout-ms', '6000'))
+  return { sessionTimeout, rebalanceTimeout: sessionTimeout, heartbeatInterval: Math.floor(sessionTimeout / 5) }
+}
+
 async function consume (kafka, args) {
   const topic = args.opt('topic')
   const partition = Number(args.opt('partition', '0'))
   const count = Number(args.opt('count', '1'))
   const offset = args.opt('offset', 'earliest')
-  const consumer = kafka.consumer({ groupId: `harness-assign-${process.pid}-${Date.now()}` })
+  const consumer = kafka.consumer({ groupId: `harness-assign-${process.pid}-${Date.now()}`, ...groupTimeouts(args) })
   await consumer.connect()
   await consumer.subscribe({ topic, fromBeginning: offset !== 'latest' })
   const run = await drain(consumer, count, Number(args.opt('timeout-ms', '30000')), (t, p) => p === partition)
@@ -137,7 +144,7 @@ async function consume (kafka, args) {
 async function groupConsume (kafka, args) {
   const topic = args.opt('topic')
   const count = Number(args.opt('count', '1'))
-  const consumer = kafka.consumer({ groupId: args.opt('group') })
+  const consumer = kafka.consumer({ groupId: args.opt('group'), ...groupTimeouts(args) })
   await consumer.connect()
   await consumer.subscribe({ topic, fromBeginning: true })
   const next = {}

@@ -23,6 +23,9 @@ GROUP = "golden-group"
 #: client_id of requests made to prepare a scenario (not part of the client's own traffic).
 SETUP_CLIENT_ID = "golden-setup"
 PER_BATCH = 3  # records per produce call: key k<i>, value "v<i> " + FILLER (the last one null), header h=<i>
+#: Kafka's minimum session timeout: Tansu holds a new group's JoinGroup for about half of it.
+SESSION_TIMEOUT_MS = 6000
+GROUP_TIMEOUTS = {"session_timeout_ms": SESSION_TIMEOUT_MS, "heartbeat_interval_ms": SESSION_TIMEOUT_MS // 5}
 #: Makes values compressible: librdkafka sends a batch uncompressed when compressing does not shrink it.
 FILLER = b"golden frame " * 4
 
@@ -155,8 +158,8 @@ def kafka_python(bootstrap: str) -> None:
     consumer.end_offsets([tp])
     consumer.close()
 
-    consumer = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=GROUP,
-                             auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest",
+                             enable_auto_commit=False, **GROUP_TIMEOUTS)
     got = _drain_sync(consumer, total)
     check("kafka-python group consume", got, total)
     consumer.commit()
@@ -252,7 +255,7 @@ def confluent_kafka(bootstrap: str) -> None:
     consumer.close()
 
     consumer = Consumer({**base, "group.id": GROUP, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, "session.timeout.ms": SESSION_TIMEOUT_MS})
     consumer.subscribe([TOPIC])
     check("confluent group consume", _drain_confluent(consumer, total), total)
     consumer.commit(asynchronous=False)
@@ -361,8 +364,8 @@ async def _aiokafka(bootstrap: str) -> None:
     finally:
         await consumer.stop()
 
-    consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=GROUP,
-                                auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest",
+                                enable_auto_commit=False, **GROUP_TIMEOUTS)
     await consumer.start()
     try:
         check("aiokafka group consume", await _drain_async(consumer, total), total)
@@ -418,8 +421,8 @@ def kcat(bootstrap: str) -> None:
     out = run("-C", "-t", TOPIC, "-p", "0", "-o", "beginning", "-e", "-J")
     check("kcat assign consume", len(out.splitlines()), total)
     # no -o: kcat would then assign explicit offsets and skip OffsetFetch
-    out = run("-G", GROUP, "-e", "-J", "-X", "auto.offset.reset=earliest",
-              "-X", "auto.commit.interval.ms=100", TOPIC)
+    out = run("-G", GROUP, "-e", "-J", "-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=100",
+              "-X", f"session.timeout.ms={SESSION_TIMEOUT_MS}", TOPIC)
     check("kcat group consume", sum(1 for line in out.splitlines() if line.startswith("{")), total)
     ts = int(time.time() * 1000) - 3_600_000
     run("-Q", "-t", f"{TOPIC}:0:{ts}")
