@@ -240,7 +240,7 @@ def tansu(port: int | None = None, advertised_port: int | None = None,
 def start_zookeeper(port: int, data_dir: str | os.PathLike) -> subprocess.Popen | None:
     """Start a standalone ZooKeeper on 127.0.0.1:port with its data in data_dir."""
     home = zookeeper_home()
-    if home is None:
+    if home is None or not Path("/usr/share/java/zookeeper.jar").is_file():
         return None
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -250,14 +250,14 @@ def start_zookeeper(port: int, data_dir: str | os.PathLike) -> subprocess.Popen 
         f"clientPortAddress={LOOPBACK}\nadmin.enableServer=false\n"
         "4lw.commands.whitelist=ruok,stat\n"
     )
-    jars = glob.glob("/usr/share/java/zookeeper*.jar") + glob.glob("/usr/share/zookeeper/lib/*.jar") \
-        + glob.glob("/usr/share/java/*.jar")
-    classpath = os.pathsep.join(["/etc/zookeeper/conf", *jars])
-    proc = subprocess.Popen(
-        ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(data_dir),
-         "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)],
-        stdout=open(data_dir / "zookeeper.out", "ab"), stderr=subprocess.STDOUT,
-    )
+    # as Debian's /etc/zookeeper/conf/environment: the jar's manifest names its dependencies
+    classpath = os.pathsep.join(["/etc/zookeeper/conf", "/usr/share/java/zookeeper.jar"])
+    with open(data_dir / "zookeeper.out", "ab") as out:
+        proc = subprocess.Popen(
+            ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(data_dir),
+             "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)],
+            stdout=out, stderr=subprocess.STDOUT,
+        )
     try:
         wait_for_port(port, proc=proc, timeout=30)
     except BaseException:

@@ -43,7 +43,7 @@ fi
 missing_py=()
 for spec in "${PY_PEERS[@]}"; do
     name="${spec%%==*}"; want="${spec##*==}"
-    have="$("$PYTHON" -m pip show "$name" 2>/dev/null | awk '/^Version:/{print $2}')"
+    have="$("$PYTHON" -m pip show "$name" 2>/dev/null | awk '/^Version:/{print $2}' || true)"
     [ "$have" = "$want" ] || missing_py+=("$spec")
 done
 if [ ${#missing_py[@]} -gt 0 ]; then
