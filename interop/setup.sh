@@ -90,4 +90,4 @@ fi
 
 # --- summary -------------------------------------------------------------------
 say "installed peers:"
-"$PYTHON" "$ROOT/interop/peers.py"
+"$PYTHON" "$ROOT/interop/peers.py" || say "some peers are missing: the tests that need them will skip"
