@@ -384,9 +384,17 @@ class MessageEmitter:
                     c(f"{kw} t == {f.tag}:")
                     with c.indent():
                         c("sub = buf[:q]")
-                        c("buf, whole = sub, buf")
+                        c("buf, whole, start = sub, buf, p")
                         self.dec_value(c, f, v, f"o.{f.attr}")
                         c("buf = whole")
+                        # A peer that writes a tagged field at its default gets it back
+                        # verbatim: kept as raw bytes, so re-encoding is byte-exact.
+                        c(f"if not ({self.is_default_test(f, 'o.' + f.attr)}):")
+                        with c.indent():
+                            c("if u is None:")
+                            with c.indent():
+                                c("u = []")
+                            c("u.append((t, bytes(buf[start:q])))")
                     kw = "elif"
                 if tagged:
                     c("else:")

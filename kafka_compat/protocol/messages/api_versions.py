@@ -545,7 +545,7 @@ def _d_ApiVersionsResponse_3(buf, p):
                         raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -564,15 +564,23 @@ def _d_ApiVersionsResponse_3(buf, p):
                                 app(e)
                             o.supported_features = lst
                         buf = whole
+                        if not (o.supported_features):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.finalized_features_epoch, = _S_4.unpack_from(buf, p)
                         p += 8
                         buf = whole
+                        if not (o.finalized_features_epoch != -1):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -591,12 +599,20 @@ def _d_ApiVersionsResponse_3(buf, p):
                                 app(e)
                             o.finalized_features = lst
                         buf = whole
+                        if not (o.finalized_features):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 3:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.zk_migration_ready, = _S_5.unpack_from(buf, p)
                         p += 1
                         buf = whole
+                        if not (o.zk_migration_ready != False):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -767,7 +783,7 @@ def _d_ApiVersionsResponse_4(buf, p):
                         raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -786,15 +802,23 @@ def _d_ApiVersionsResponse_4(buf, p):
                                 app(e)
                             o.supported_features = lst
                         buf = whole
+                        if not (o.supported_features):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.finalized_features_epoch, = _S_4.unpack_from(buf, p)
                         p += 8
                         buf = whole
+                        if not (o.finalized_features_epoch != -1):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -813,12 +837,20 @@ def _d_ApiVersionsResponse_4(buf, p):
                                 app(e)
                             o.finalized_features = lst
                         buf = whole
+                        if not (o.finalized_features):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 3:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.zk_migration_ready, = _S_5.unpack_from(buf, p)
                         p += 1
                         buf = whole
+                        if not (o.zk_migration_ready != False):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []

@@ -1917,10 +1917,14 @@ def _d_CreateTopicsResponse_CreatableTopicResult_5(buf, p):
                         raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.topic_config_error_code, = _S_1.unpack_from(buf, p)
                         p += 2
                         buf = whole
+                        if not (o.topic_config_error_code != 0):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -2105,10 +2109,14 @@ def _d_CreateTopicsResponse_CreatableTopicResult_6(buf, p):
                         raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.topic_config_error_code, = _S_1.unpack_from(buf, p)
                         p += 2
                         buf = whole
+                        if not (o.topic_config_error_code != 0):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -2292,10 +2300,14 @@ def _d_CreateTopicsResponse_CreatableTopicResult_7(buf, p):
                         raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.topic_config_error_code, = _S_1.unpack_from(buf, p)
                         p += 2
                         buf = whole
+                        if not (o.topic_config_error_code != 0):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []

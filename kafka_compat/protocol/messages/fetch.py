@@ -1445,7 +1445,7 @@ def _d_FetchRequest_12(buf, p):
                         raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -1461,6 +1461,10 @@ def _d_FetchRequest_12(buf, p):
                             o.cluster_id = str(buf[p:q], 'utf-8')
                             p = q
                         buf = whole
+                        if not (o.cluster_id is not None):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -1664,7 +1668,7 @@ def _d_FetchRequest_13(buf, p):
                         raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -1680,6 +1684,10 @@ def _d_FetchRequest_13(buf, p):
                             o.cluster_id = str(buf[p:q], 'utf-8')
                             p = q
                         buf = whole
+                        if not (o.cluster_id is not None):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -1883,7 +1891,7 @@ def _d_FetchRequest_14(buf, p):
                         raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -1899,6 +1907,10 @@ def _d_FetchRequest_14(buf, p):
                             o.cluster_id = str(buf[p:q], 'utf-8')
                             p = q
                         buf = whole
+                        if not (o.cluster_id is not None):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -2132,7 +2144,7 @@ def _d_FetchRequest_15(buf, p):
                         raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -2148,11 +2160,19 @@ def _d_FetchRequest_15(buf, p):
                             o.cluster_id = str(buf[p:q], 'utf-8')
                             p = q
                         buf = whole
+                        if not (o.cluster_id is not None):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.replica_state, p = _d_FetchRequest_ReplicaState_15(buf, p)
                         buf = whole
+                        if not (o.replica_state is not None and _nd_FetchRequest_ReplicaState(o.replica_state)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -2386,7 +2406,7 @@ def _d_FetchRequest_16(buf, p):
                         raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -2402,11 +2422,19 @@ def _d_FetchRequest_16(buf, p):
                             o.cluster_id = str(buf[p:q], 'utf-8')
                             p = q
                         buf = whole
+                        if not (o.cluster_id is not None):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.replica_state, p = _d_FetchRequest_ReplicaState_16(buf, p)
                         buf = whole
+                        if not (o.replica_state is not None and _nd_FetchRequest_ReplicaState(o.replica_state)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -2441,10 +2469,14 @@ def _d_FetchRequest_FetchPartition_17(buf, p):
                         raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.replica_directory_id, = _S_10.unpack_from(buf, p)
                         p += 16
                         buf = whole
+                        if not (o.replica_directory_id != ZERO_UUID):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -2647,7 +2679,7 @@ def _d_FetchRequest_17(buf, p):
                         raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -2663,11 +2695,19 @@ def _d_FetchRequest_17(buf, p):
                             o.cluster_id = str(buf[p:q], 'utf-8')
                             p = q
                         buf = whole
+                        if not (o.cluster_id is not None):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.replica_state, p = _d_FetchRequest_ReplicaState_17(buf, p)
                         buf = whole
+                        if not (o.replica_state is not None and _nd_FetchRequest_ReplicaState(o.replica_state)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -2702,16 +2742,24 @@ def _d_FetchRequest_FetchPartition_18(buf, p):
                         raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.replica_directory_id, = _S_10.unpack_from(buf, p)
                         p += 16
                         buf = whole
+                        if not (o.replica_directory_id != ZERO_UUID):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.high_watermark, = _S_13.unpack_from(buf, p)
                         p += 8
                         buf = whole
+                        if not (o.high_watermark != 9223372036854775807):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -2914,7 +2962,7 @@ def _d_FetchRequest_18(buf, p):
                         raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -2930,11 +2978,19 @@ def _d_FetchRequest_18(buf, p):
                             o.cluster_id = str(buf[p:q], 'utf-8')
                             p = q
                         buf = whole
+                        if not (o.cluster_id is not None):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.replica_state, p = _d_FetchRequest_ReplicaState_18(buf, p)
                         buf = whole
+                        if not (o.replica_state is not None and _nd_FetchRequest_ReplicaState(o.replica_state)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -4939,19 +4995,31 @@ def _d_FetchResponse_PartitionData_12(buf, p):
                         raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_12(buf, p)
                         buf = whole
+                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_12(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.snapshot_id, p = _d_FetchResponse_SnapshotId_12(buf, p)
                         buf = whole
+                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -5242,19 +5310,31 @@ def _d_FetchResponse_PartitionData_13(buf, p):
                         raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_13(buf, p)
                         buf = whole
+                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_13(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.snapshot_id, p = _d_FetchResponse_SnapshotId_13(buf, p)
                         buf = whole
+                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -5533,19 +5613,31 @@ def _d_FetchResponse_PartitionData_14(buf, p):
                         raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_14(buf, p)
                         buf = whole
+                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_14(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.snapshot_id, p = _d_FetchResponse_SnapshotId_14(buf, p)
                         buf = whole
+                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -5824,19 +5916,31 @@ def _d_FetchResponse_PartitionData_15(buf, p):
                         raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_15(buf, p)
                         buf = whole
+                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_15(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.snapshot_id, p = _d_FetchResponse_SnapshotId_15(buf, p)
                         buf = whole
+                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -6115,19 +6219,31 @@ def _d_FetchResponse_PartitionData_16(buf, p):
                         raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_16(buf, p)
                         buf = whole
+                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_16(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.snapshot_id, p = _d_FetchResponse_SnapshotId_16(buf, p)
                         buf = whole
+                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -6284,7 +6400,7 @@ def _d_FetchResponse_16(buf, p):
                         raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -6303,6 +6419,10 @@ def _d_FetchResponse_16(buf, p):
                                 app(e)
                             o.node_endpoints = lst
                         buf = whole
+                        if not (o.node_endpoints):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -6487,19 +6607,31 @@ def _d_FetchResponse_PartitionData_17(buf, p):
                         raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_17(buf, p)
                         buf = whole
+                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_17(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.snapshot_id, p = _d_FetchResponse_SnapshotId_17(buf, p)
                         buf = whole
+                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -6656,7 +6788,7 @@ def _d_FetchResponse_17(buf, p):
                         raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -6675,6 +6807,10 @@ def _d_FetchResponse_17(buf, p):
                                 app(e)
                             o.node_endpoints = lst
                         buf = whole
+                        if not (o.node_endpoints):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -6859,19 +6995,31 @@ def _d_FetchResponse_PartitionData_18(buf, p):
                         raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_18(buf, p)
                         buf = whole
+                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_18(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.snapshot_id, p = _d_FetchResponse_SnapshotId_18(buf, p)
                         buf = whole
+                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -7028,7 +7176,7 @@ def _d_FetchResponse_18(buf, p):
                         raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -7047,6 +7195,10 @@ def _d_FetchResponse_18(buf, p):
                                 app(e)
                             o.node_endpoints = lst
                         buf = whole
+                        if not (o.node_endpoints):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []

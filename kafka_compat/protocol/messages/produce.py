@@ -2855,9 +2855,13 @@ def _d_ProduceResponse_PartitionProduceResponse_10(buf, p):
                         raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_10(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -3026,7 +3030,7 @@ def _d_ProduceResponse_10(buf, p):
                         raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -3045,6 +3049,10 @@ def _d_ProduceResponse_10(buf, p):
                                 app(e)
                             o.node_endpoints = lst
                         buf = whole
+                        if not (o.node_endpoints):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -3181,9 +3189,13 @@ def _d_ProduceResponse_PartitionProduceResponse_11(buf, p):
                         raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_11(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -3352,7 +3364,7 @@ def _d_ProduceResponse_11(buf, p):
                         raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -3371,6 +3383,10 @@ def _d_ProduceResponse_11(buf, p):
                                 app(e)
                             o.node_endpoints = lst
                         buf = whole
+                        if not (o.node_endpoints):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -3507,9 +3523,13 @@ def _d_ProduceResponse_PartitionProduceResponse_12(buf, p):
                         raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_12(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -3678,7 +3698,7 @@ def _d_ProduceResponse_12(buf, p):
                         raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -3697,6 +3717,10 @@ def _d_ProduceResponse_12(buf, p):
                                 app(e)
                             o.node_endpoints = lst
                         buf = whole
+                        if not (o.node_endpoints):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -3833,9 +3857,13 @@ def _d_ProduceResponse_PartitionProduceResponse_13(buf, p):
                         raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_13(buf, p)
                         buf = whole
+                        if not (o.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o.current_leader)):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
@@ -3992,7 +4020,7 @@ def _d_ProduceResponse_13(buf, p):
                         raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -4011,6 +4039,10 @@ def _d_ProduceResponse_13(buf, p):
                                 app(e)
                             o.node_endpoints = lst
                         buf = whole
+                        if not (o.node_endpoints):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []

@@ -252,22 +252,34 @@ def _d_TransactionLogValue_1(buf, p):
                         raise DecodeError('TransactionLogValue', 1, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.previous_producer_id, = _S_4.unpack_from(buf, p)
                         p += 8
                         buf = whole
+                        if not (o.previous_producer_id != -1):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 1:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.next_producer_id, = _S_4.unpack_from(buf, p)
                         p += 8
                         buf = whole
+                        if not (o.next_producer_id != -1):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     elif t == 2:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.client_transaction_version, = _S_0.unpack_from(buf, p)
                         p += 2
                         buf = whole
+                        if not (o.client_transaction_version != 0):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []

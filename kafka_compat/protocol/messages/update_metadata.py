@@ -1909,10 +1909,14 @@ def _d_UpdateMetadataRequest_8(buf, p):
                         raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
                     if t == 0:
                         sub = buf[:q]
-                        buf, whole = sub, buf
+                        buf, whole, start = sub, buf, p
                         o.type, = _S_7.unpack_from(buf, p)
                         p += 1
                         buf = whole
+                        if not (o.type != 0):
+                            if u is None:
+                                u = []
+                            u.append((t, bytes(buf[start:q])))
                     else:
                         if u is None:
                             u = []
