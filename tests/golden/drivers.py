@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import subprocess
 import time
 
@@ -67,7 +68,7 @@ def optional(step: str):
     try:
         yield
     except Exception as exc:  # noqa: BLE001 - any refusal is just reported
-        error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        error = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
         print(f"    optional step {step!r} failed: {error}")
         observer.step_failed(token, step, error)
 
