@@ -9,12 +9,14 @@ by exactly one member" can be checked exactly. Every assignment the client is
 given is reported too. Output is JSON lines on stdout; "close" on stdin closes
 the consumer gracefully (a LeaveGroup), and SIGKILL is a crash.
 
-Imported, `Member` starts such a process and follows what it reports. The module
-holds no tests itself.
+Imported, `Member` starts such a process (or a member written with another
+client that reports the same way) and follows what it reports. The module holds
+no tests itself.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import signal
@@ -155,20 +157,26 @@ def main(argv=None) -> int:
 
 
 # ---------------------------------------------------------------- the test side
-class Member:
-    """A member process and what it has reported so far."""
+def python_member(client: str, bootstrap: str, topic: str, group: str, name: str, log_dir: str | os.PathLike,
+                  instance: str | None = None, session_ms: int = 3000) -> "Member":
+    """A member written with one of the Python clients: this file run as a script."""
+    args = [sys.executable, str(HERE), "--client", client, "--bootstrap", bootstrap, "--topic", topic,
+            "--group", group, "--name", name, "--session-ms", str(session_ms)]
+    if instance:
+        args += ["--instance", instance]
+    return Member(client, args, name, log_dir)
 
-    def __init__(self, client: str, bootstrap: str, topic: str, group: str, name: str, log_dir: str | os.PathLike,
-                 instance: str | None = None, session_ms: int = 3000):
+
+class Member:
+    """A member process (any client that speaks this module's JSON lines) and what it has reported."""
+
+    def __init__(self, client: str, command: list[str], name: str, log_dir: str | os.PathLike,
+                 env: dict | None = None):
         self.client, self.name = client, name
         self.log_path = Path(log_dir) / f"{name}.log"
-        args = [sys.executable, str(HERE), "--client", client, "--bootstrap", bootstrap, "--topic", topic,
-                "--group", group, "--name", name, "--session-ms", str(session_ms)]
-        if instance:
-            args += ["--instance", instance]
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-                                     text=True, bufsize=1)
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                                     text=True, bufsize=1, env=env)
         self.lock = threading.Lock()
         self.events: list[dict] = []
         self.assignment: list[int] | None = None      # None while it holds no assignment
@@ -260,6 +268,157 @@ def consumed(members) -> list[tuple[int, int, str]]:
             out.extend(m.records)
     return out
 
+
+
+# ---------------------------------------------------------------- broker-side helpers and scenarios
+PARTITIONS = 6
+# Short group timeouts, so a crashed member is noticed in seconds (members use 3 s sessions).
+BROKER = {"group.initial.rebalance.delay.ms": "100", "group.min.session.timeout.ms": "1000",
+          "offsets.topic.num.partitions": "5"}
+_names = itertools.count()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{next(_names)}"
+
+
+def new_topic(broker, partitions: int = PARTITIONS) -> str:
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    name = unique("groups")
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+    return name
+
+
+def produce(broker, topic: str, tag: str, count: int = 60, partitions: int = PARTITIONS) -> set[str]:
+    """`count` records spread over every partition; returns their values."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    values = [f"{tag}-{i}" for i in range(count)]
+    for i, v in enumerate(values):
+        producer.send(topic, value=v.encode(), partition=i % partitions)
+    producer.flush()
+    producer.close()
+    return set(values)
+
+
+def group_description(broker, group: str) -> dict:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        return admin.describe_groups([group])[group]
+    finally:
+        admin.close()
+
+
+def expect_each_once(members, produced: set[str]) -> None:
+    """Wait until every produced record was reported, then check none was reported twice."""
+    wait_until(lambda: produced <= {v for _, _, v in consumed(members)}, "every record to be consumed",
+               [m for m in members if m.alive])
+    values = [v for _, _, v in consumed(members)]
+    dupes = {v for v in values if values.count(v) > 1}
+    assert not dupes, f"consumed more than once: {sorted(dupes)[:10]}"
+    assert set(values) == produced
+
+
+def membership_scenario(broker, topic: str, start_member, per_member: int = 2) -> None:
+    """Three members share the topic; one leaves, one crashes, one joins: each change is a
+    rebalance after which every new record is consumed by exactly one member."""
+    members = [start_member() for _ in range(3)]
+    everyone = list(members)
+    produced: set[str] = set()
+    try:
+        wait_until(lambda: balanced(members, PARTITIONS), "three members to share the partitions", members)
+        assert all(len(m.assignment) == per_member for m in members)
+        produced |= produce(broker, topic, "three")
+        expect_each_once(everyone, produced)
+
+        # a member leaves (LeaveGroup): the other two take over its partitions
+        leaving, members = members[0], members[1:]
+        leaving.close()
+        wait_until(lambda: balanced(members, PARTITIONS), "two members to take over", members)
+        produced |= produce(broker, topic, "after-leave")
+        expect_each_once(everyone, produced)
+
+        # a member crashes (no LeaveGroup): its session expires and the survivor takes everything
+        crashed, members = members[0], members[1:]
+        crashed.kill()
+        wait_until(lambda: balanced(members, PARTITIONS), "the survivor to own every partition", members)
+        produced |= produce(broker, topic, "after-crash")
+        expect_each_once(everyone, produced)
+
+        # a member joins: the group splits the partitions again
+        joined = start_member()
+        everyone.append(joined)
+        members.append(joined)
+        wait_until(lambda: balanced(members, PARTITIONS), "the newcomer to get a share", members)
+        produced |= produce(broker, topic, "after-join")
+        expect_each_once(everyone, produced)
+        # the survivor went through a rebalance at every change
+        assert len(members[0].assignments) >= 4
+    finally:
+        for m in everyone:
+            m.stop()
+
+
+def consume_alone(start_member, broker, topic: str, produced: set[str]) -> None:
+    """One member consumes exactly `produced`, commits, and closes."""
+    m = start_member()
+    try:
+        expect_each_once([m], produced)
+    finally:
+        m.stop()
+
+
+def resume_scenario(broker, topic: str, start_member) -> None:
+    """A consumer commits and closes; the next one in the group starts from the committed offsets."""
+    consume_alone(start_member, broker, topic, produce(broker, topic, "first"))
+    # auto.offset.reset=earliest: without the committed offsets it would read "first" again
+    consume_alone(start_member, broker, topic, produce(broker, topic, "second"))
+
+
+def restart_scenario(broker, topic: str, start_member) -> None:
+    """Offsets committed before a broker restart are where a new consumer starts after it."""
+    consume_alone(start_member, broker, topic, produce(broker, topic, "before"))
+    broker.restart()
+    consume_alone(start_member, broker, topic, produce(broker, topic, "after"))
+
+
+def static_restart_scenario(broker, topic: str, group: str, start_static) -> None:
+    """`start_static(instance_id)` starts a static member. One of two crashes and comes back within
+    its session: it gets its partitions back, and the other member sees no rebalance."""
+    static, other = start_static("static-1"), start_static("static-2")
+    members = [static, other]
+    everyone = list(members)
+    try:
+        wait_until(lambda: balanced(members, PARTITIONS), "two static members to share the partitions", members)
+        held = list(static.assignment)
+        seen_by_other = len(other.assignments)
+        produced = produce(broker, topic, "before")
+        expect_each_once(everyone, produced)
+        before = {m["member_id"] for m in group_description(broker, group)["members"]}
+
+        static.kill()       # static members never send LeaveGroup; here it crashes outright
+        back = start_static("static-1")
+        everyone.append(back)
+        wait_until(lambda: back.assignment is not None, "the restarted member to get its assignment", [back])
+        assert back.assignment == held
+        produced |= produce(broker, topic, "after")
+        expect_each_once(everyone, produced)
+        # no rebalance: the other member was never given a new assignment
+        assert len(other.assignments) == seen_by_other
+        after = {m["member_id"] for m in group_description(broker, group)["members"]}
+        assert len(after) == 2 and after != before
+    finally:
+        for m in everyone:
+            m.stop()
 
 if __name__ == "__main__":
     sys.exit(main())
