@@ -600,6 +600,27 @@ def test_a_member_keeps_its_session_across_a_broker_restart(tmp_path):
     assert hb == E.NONE and synced == expected
 
 
+def test_deleting_a_topic_deletes_the_offsets_committed_for_it(tmp_path):
+    async def scenario():
+        async with running(tmp_path) as b:
+            await create_topic(b, "gone", 2)
+            await create_topic(b, "kept", 1)
+            c = await connect(b)
+            await Member(c, "both").commit("gone", {0: 1, 1: 2})
+            await Member(c, "both").commit("kept", {0: 3})
+            await Member(c, "only-gone").commit("gone", {0: 4})
+            b.controller.delete_topic("gone")
+            manager = b.group_coordinator.manager
+            both = manager.get_group("both")
+            return (sorted(both.offsets), manager.get_group("only-gone"),
+                    offsets_log_records(b, "only-gone"))
+
+    both, only_gone, log_records = asyncio.run(scenario())
+    assert both == [("kept", 0)]
+    assert only_gone is None        # an empty group left without offsets is gone too
+    assert (offset_commit_key("only-gone", "gone", 0), None) in log_records
+
+
 # ---------------------------------------------------------------- expiration
 def test_offsets_of_an_empty_group_expire_and_the_group_with_them(tmp_path):
     async def scenario():

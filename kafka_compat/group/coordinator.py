@@ -20,7 +20,7 @@ from .delayed import (
 from .group import ClassicGroup, GroupState, JoinResult, SyncResult, now_ms
 from .manager import GroupMetadataManager
 from .member import MemberMetadata
-from .records import OffsetAndMetadata
+from .records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
 
 log = logging.getLogger(__name__)
 
@@ -633,6 +633,9 @@ class GroupCoordinator:
 
     def handle_deleted_partitions(self, partitions: list[tuple[str, int]]) -> int:
         """A topic was deleted: forget the offsets every group committed for it."""
+        partitions = [tp for tp in partitions if tp[0] != GROUP_METADATA_TOPIC_NAME]
+        if not partitions:
+            return 0
         return self.manager.cleanup_group_metadata(list(self.manager.groups.values()),
                                                    lambda g: g.remove_offsets(partitions))
 

@@ -128,6 +128,10 @@ class ReplicaManager:
                 continue
             self.logs.delete_log(topic.name, index)
             self.fetch_purgatory.check_and_complete(p.key)
+        # Kafka forgets the offsets groups committed for a deleted topic's partitions.
+        coordinator = getattr(self.broker, "group_coordinator", None)
+        if coordinator is not None and coordinator.active:
+            coordinator.handle_deleted_partitions([(topic.name, i) for i in range(topic.partitions)])
 
     def topic_configs_changed(self, topic) -> None:
         self.logs.update_config(topic.name, self.log_config(topic.configs))
