@@ -24,12 +24,10 @@ class Controller:
 
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
         """Validate topic-level overrides; raise TopicError(INVALID_CONFIG) on a bad one."""
-        validate = getattr(self.broker.replicas, "validate_topic_configs", None)
-        if validate is not None:
-            try:
-                validate(configs)
-            except ValueError as e:
-                raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from e
+        try:
+            self.broker.replicas.validate_topic_configs(configs)
+        except ValueError as e:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from e
         return configs
 
     def check_new_topic(self, name: str, partitions: int, replication_factor: int,

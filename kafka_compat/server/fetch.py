@@ -38,7 +38,7 @@ class FileRecords:
         return self.result.slices
 
 
-def _leader_epoch_error(partition, current_leader_epoch: int) -> int:
+def leader_epoch_error(partition, current_leader_epoch: int) -> int:
     if current_leader_epoch < 0 or current_leader_epoch == partition.leader_epoch:
         return ErrorCode.NONE
     if current_leader_epoch > partition.leader_epoch:
@@ -107,7 +107,7 @@ class FetchPlan:
                 if partition is None:
                     pd.error_code = code
                     continue
-                code = _leader_epoch_error(partition, p.current_leader_epoch) if v >= 9 else 0
+                code = leader_epoch_error(partition, p.current_leader_epoch) if v >= 9 else 0
                 log = partition.log
                 hw = partition.high_watermark
                 pd.high_watermark = hw

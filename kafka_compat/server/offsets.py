@@ -7,7 +7,7 @@ from ..protocol.errors import ErrorCode
 from ..protocol.messages.delete_records import DeleteRecordsResponse
 from ..protocol.messages.list_offsets import ListOffsetsResponse
 from ..protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
-from .fetch import READ_COMMITTED, _leader_epoch_error
+from .fetch import READ_COMMITTED, leader_epoch_error
 from .registry import handles
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -21,7 +21,7 @@ def _list_one(broker, name: str, p, version: int, committed: bool):
     if partition is None:
         out.error_code = code
         return out
-    code = _leader_epoch_error(partition, p.current_leader_epoch) if version >= 4 else 0
+    code = leader_epoch_error(partition, p.current_leader_epoch) if version >= 4 else 0
     if code:
         out.error_code = code
         return out
@@ -68,7 +68,7 @@ def handle_offset_for_leader_epoch(broker, request):
             partition, code = broker.replicas.lookup(t.topic, p.partition)
             if partition is None:
                 r.error_code = code
-            elif (code := _leader_epoch_error(partition, p.current_leader_epoch)):
+            elif (code := leader_epoch_error(partition, p.current_leader_epoch)):
                 r.error_code = code
             elif p.leader_epoch <= partition.leader_epoch:
                 r.leader_epoch, r.end_offset = partition.leader_epoch, partition.log.log_end_offset

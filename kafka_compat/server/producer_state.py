@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode
 
-NO_PRODUCER_ID = -1
 NO_EPOCH = -1
 INT32_MAX = 2**31 - 1
 BATCHES_KEPT = 5
@@ -116,8 +115,8 @@ class ProducerStateManager:
         """Replay the producer fields of every batch in the log."""
         self.producers.clear()
         for info in log.batch_headers(log.log_start_offset):
-            pid = getattr(info, "producer_id", NO_PRODUCER_ID)
-            if pid is None or pid < 0:
+            pid = info.producer_id
+            if pid < 0:
                 continue
             count = info.last_offset - info.base_offset + 1
             first = info.base_sequence
