@@ -21,14 +21,17 @@ EMBEDDED_DEFAULTS = {
 
 
 def build_config(properties: str | None, overrides: list[str]):
-    from .config import BrokerConfig
+    """Embedded defaults, under the properties file, under the command-line flags."""
+    from .config import BrokerConfig, load_properties
     values = dict(EMBEDDED_DEFAULTS)
+    if properties:
+        values.update(load_properties(properties))
     for item in overrides:
         if "=" not in item:
             raise SystemExit(f"--override expects name=value, got {item!r}")
         k, v = item.split("=", 1)
         values[k.strip()] = v.strip()
-    return BrokerConfig.from_properties(properties, values) if properties else BrokerConfig.from_properties(None, values)
+    return BrokerConfig.from_properties(values)
 
 
 async def serve(config) -> int:
