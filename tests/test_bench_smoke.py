@@ -1,0 +1,33 @@
+"""bench/run.py still runs: one tiny produce and consume-back against our broker.
+
+Timing is never asserted here (figures belong to the benchmark); this only
+proves the benchmark's plumbing and its lost/duplicate check work.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytest.importorskip("confluent_kafka")
+pytest.importorskip("psutil")
+
+
+def test_bench_help():
+    out = subprocess.run([sys.executable, "bench/run.py", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and "--quick" in out.stdout
+
+
+def test_bench_minimal_scenario():
+    out = subprocess.run([sys.executable, "bench/run.py", "--brokers", "kafka-compat", "--rounds", "1",
+                          "--scale", "0.001", "--only", "produce-1KiB-acks1-none", "consume-1KiB-acks1-none"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = {d["scenario"]: d for d in map(json.loads, (line for line in out.stdout.splitlines()
+                                                        if line.startswith("{")))}
+    consumed = lines["consume-1KiB-acks1-none"]["kafka-compat"]
+    assert consumed["received"] == 1000 and consumed["missing"] == 0 and consumed["duplicates"] == 0
+    assert consumed["checksum_ok"] is True
+    assert lines["produce-1KiB-acks1-none"]["kafka-compat"]["mb_per_s"] > 0
