@@ -12,18 +12,29 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import struct
 import threading
 from typing import Callable, NamedTuple
 
+from crc32c import crc32c
+
+from kafka_compat.protocol.records import (
+    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, LOG_OVERHEAD, MAGIC_OFFSET, RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
 from kafka_compat.protocol.records import batches as record_views
 
 from .config import LogConfig
-from .errors import KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError
+from .errors import (
+    CorruptMessageError, InvalidRecordError, KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
 from .headers import NO_TIMESTAMP, BatchInfo
 from .loader import load
 from .scheduler import Scheduler, default_scheduler
+from .index import INT32_MAX
 from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
-from .validator import CLIENT, validate_and_assign
+from .validator import CLIENT, BatchMetadata, validate_and_assign
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +46,12 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 
-_new = tuple.__new__
+_new = tuple.__new__   # builds named tuples without their Python-level __new__ (hot path)
+# A magic-2 header's fields the append rules read (PartitionLeaderEpoch and BaseTimestamp skipped):
+# BaseOffset, Length, Magic, CRC, Attributes, LastOffsetDelta, MaxTimestamp, ProducerId,
+# ProducerEpoch, BaseSequence, RecordsCount.
+_V2_CLIENT_HEADER = struct.Struct(">qi4xbIhi8xqqhii")
+_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")   # BaseOffset, Length, PartitionLeaderEpoch
 
 
 class AppendResult(NamedTuple):
@@ -84,6 +100,7 @@ class Log:
         self.topic, _, partition = self.name.rpartition("-")
         self.partition = int(partition) if partition.isdigit() else 0
         self.config = config or LogConfig()
+        self._headers_only = not (self.config.reads_records or self.config.log_append_time)
         self._clock = clock
         self._scheduler = scheduler or default_scheduler()
         self._lock = threading.RLock()
@@ -134,28 +151,77 @@ class Log:
     def append(self, records, leader_epoch: int = 0, origin: str = CLIENT) -> AppendResult:
         """Validate, assign offsets in place and write ``records`` with one write call.
 
-        Raises a LogError subclass (with Kafka's error code) when validation fails.
+        Raises a LogError subclass (with Kafka's error code) when validation fails. The
+        shape every current client sends (one magic-2 CreateTime batch in a writable buffer,
+        on a topic whose rules need no record reads) is checked here from one unpack of its
+        header, with the rules and messages of validator.validate_and_assign, whose general
+        path handles everything else. Nothing is kept in user space: the bytes are in the
+        page cache when this returns.
         """
-        now = self._clock()
+        mv = records if type(records) is memoryview else memoryview(records)
+        size = len(mv)
         with self._lock:
             if self.closed:
                 raise KafkaStorageError(f"log {self.name} is closed")
             config = self.config
-            data, first_offset, last_offset, max_timestamp, offset_of_max, log_append_time, batches = \
-                validate_and_assign(records, self.next_offset, config, now, leader_epoch, origin)
-            size = len(data)
+            next_offset = self.next_offset
+            if (origin is CLIENT and self._headers_only and size >= RECORD_BATCH_OVERHEAD
+                    and mv[MAGIC_OFFSET] == 2 and not mv.readonly and mv.c_contiguous):
+                (base, length, _, crc, attrs, last_delta, max_timestamp, producer_id, producer_epoch,
+                 base_sequence, count) = _V2_CLIENT_HEADER.unpack_from(mv)
+                fast = length + LOG_OVERHEAD == size and not attrs & TIMESTAMP_TYPE_MASK
+            else:
+                fast = False
+            if fast:
+                if base:
+                    raise InvalidRecordError(f"The baseOffset of the record batch should be 0, but it is {base}")
+                if size > config.max_message_bytes:
+                    raise MessageTooLargeError(f"The record batch size is {size} bytes which exceeds the maximum "
+                                               f"configured value of {config.max_message_bytes}.")
+                if crc != crc32c(mv[ATTRIBUTES_OFFSET:]):
+                    raise CorruptMessageError(f"Record is corrupt (stored crc = {crc})")
+                if last_delta < 0 or count != last_delta + 1:
+                    raise InvalidRecordError(f"Inconsistent batch offset range [0, {last_delta}] and count of "
+                                             f"records {count}")
+                if attrs & CONTROL_FLAG_MASK:
+                    raise InvalidRecordError("Clients are not allowed to write control records")
+                if producer_id >= 0 and base_sequence < 0:
+                    raise InvalidRecordError(f"Invalid sequence number {base_sequence} in record batch with "
+                                             f"producerId {producer_id}")
+                _OFFSET_LENGTH_EPOCH.pack_into(mv, 0, next_offset, length, leader_epoch)
+                last_offset = offset_of_max = next_offset + last_delta
+                log_append_time = -1
+                batches = [_new(BatchMetadata, (next_offset, last_delta, producer_id, producer_epoch, base_sequence,
+                                                bool(attrs & TRANSACTIONAL_FLAG_MASK), count))]
+            else:
+                mv, next_offset, last_offset, max_timestamp, offset_of_max, log_append_time, batches = \
+                    validate_and_assign(mv, next_offset, config, self._clock(), leader_epoch, origin)
+                size = len(mv)
             if size > config.segment_bytes:
                 raise RecordListTooLargeError(f"Message batch size is {size} bytes in append to partition "
                                               f"{self.name}, which exceeds the maximum configured segment size "
                                               f"of {config.segment_bytes}.")
+            # Kafka's LogSegment.shouldRoll: size, a relative offset past 32 bits, a full index, or
+            # time (from the segment's first timestamp; the clock only when it has none).
             segment = self._view[0][-1]
-            if segment.should_roll(size, max_timestamp, last_offset, now):
+            position = segment.size
+            offsets, times = segment.offset_index, segment.time_index
+            if (position > config.segment_bytes - size or last_offset - segment.base_offset > INT32_MAX
+                    or offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1):
                 segment = self.roll()
-            segment.append(data, last_offset, max_timestamp, offset_of_max)
+            elif position:
+                first_ts = segment.rolling_based_timestamp
+                if first_ts is not None and first_ts >= 0:
+                    waited = max_timestamp - first_ts
+                else:
+                    waited = segment.time_waited_for_roll(self._clock(), max_timestamp)
+                if waited > config.segment_ms - segment.roll_jitter_ms:
+                    segment = self.roll()
+            segment.append(mv, last_offset, max_timestamp, offset_of_max)
             self.next_offset = last_offset + 1
             if last_offset + 1 - self.recovery_point >= config.flush_messages:
                 self.flush()
-        return _new(AppendResult, (first_offset, last_offset, log_append_time, self.log_start_offset,
+        return _new(AppendResult, (next_offset, last_offset, log_append_time, self.log_start_offset,
                                    max_timestamp, batches))
 
     def roll(self) -> LogSegment:
@@ -441,6 +507,7 @@ class Log:
     # -- lifecycle --------------------------------------------------------------------------
     def update_config(self, config: LogConfig) -> None:
         self.config = config
+        self._headers_only = not (config.reads_records or config.log_append_time)
         for segment in self.segments:
             segment.config = config
             segment.index_interval_bytes = config.index_interval_bytes

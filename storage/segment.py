@@ -28,6 +28,7 @@ DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 RECOVERY_CHUNK = 8 * 1024 * 1024
+_pwrite = os.pwrite
 
 
 def filename_prefix(offset: int) -> str:
@@ -80,37 +81,29 @@ class LogSegment:
         than index.interval.bytes were appended since the previous one.
         """
         position = self.size
-        if position == 0:
-            self.rolling_based_timestamp = largest_timestamp
         if largest_offset - self.base_offset > INT32_MAX:
             raise OverflowError(f"offset {largest_offset} overflows segment {self.base_offset}")
         length = len(data)
-        written = os.pwrite(self.fd, data, position)
+        written = _pwrite(self.fd, data, position)
         while written < length:
-            written += os.pwrite(self.fd, memoryview(data)[written:], position + written)
+            written += _pwrite(self.fd, memoryview(data)[written:], position + written)
+        if not position:
+            self.rolling_based_timestamp = largest_timestamp
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
             self.offset_of_max_timestamp_so_far = offset_of_max_timestamp
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+        since = self.bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
             self.offset_index.append(largest_offset, position)
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += length
+            since = 0
+        self.bytes_since_last_index_entry = since + length
         self.size = position + length
         self.next_offset = largest_offset + 1
 
-    def should_roll(self, messages_size: int, max_timestamp: int, max_offset: int, now: int) -> bool:
-        """Kafka's LogSegment.shouldRoll: size, time, a full index, or a relative-offset overflow."""
-        size = self.size
-        config = self.config
-        offsets, times = self.offset_index, self.time_index
-        if (size > config.segment_bytes - messages_size or max_offset - self.base_offset > INT32_MAX
-                or offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1):
-            return True
-        return size > 0 and self.time_waited_for_roll(now, max_timestamp) > config.segment_ms - self.roll_jitter_ms
-
     def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
-        """Time since the first batch's timestamp (or since creation when there is none)."""
+        """Time since the first batch's timestamp (or since creation when there is none); Log.append
+        measures the common case, a known first timestamp, itself."""
         ts = self.rolling_based_timestamp
         if ts is None:
             first = read_batch_info(self.fd, 0, self.size) if self.size else None

@@ -17,16 +17,13 @@ finite message.timestamp.before/after.max.ms, and legacy compressed sets.
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
 from kafka_compat.protocol.compression import ZSTD
-from crc32c import crc32c
-
 from kafka_compat.protocol.records import (
-    ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, LEGACY_ATTRIBUTES_OFFSET, LOG_OVERHEAD,
-    MAGIC_OFFSET, RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, CorruptRecordError, LegacyMessage, RecordBatch,
-    build_legacy_message_set, set_base_offset, set_legacy_offset, set_legacy_timestamp, set_max_timestamp,
+    ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, CREATE_TIME, LEGACY_ATTRIBUTES_OFFSET, LOG_APPEND_TIME, NO_TIMESTAMP,
+    CorruptRecordError, LegacyMessage, RecordBatch, build_legacy_message_set, set_base_offset, set_legacy_offset,
+    set_legacy_timestamp, set_max_timestamp,
     set_partition_leader_epoch, split_batches,
 )
 
@@ -118,10 +115,6 @@ def validate_and_assign(records, next_offset: int, config: LogConfig, now: int, 
     Raises a LogError subclass carrying Kafka's error code.
     """
     mv = _writable(records)
-    if origin == CLIENT and not config.reads_records and len(mv) >= RECORD_BATCH_OVERHEAD and mv[MAGIC_OFFSET] == 2:
-        result = _assign_single_v2(mv, next_offset, config, now, leader_epoch)
-        if result is not None:
-            return result
     try:
         entries, stop = split_batches(mv)
     except CorruptRecordError as exc:
@@ -162,46 +155,6 @@ def validate_and_assign(records, next_offset: int, config: LogConfig, now: int, 
     if source_compression:
         return _assign_legacy_compressed(mv, next_offset, config, now, checks)
     return _assign_legacy_uncompressed(mv, entries, next_offset, config, now, checks)
-
-
-_new = tuple.__new__
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
-
-
-def _assign_single_v2(mv, next_offset, config, now, leader_epoch) -> ValidationResult | None:
-    """The shape every current client sends (one magic-2 batch, nothing else), checked from
-    one unpack of its header: the same rules, in the same order, as the general path below,
-    at a fraction of the cost. None hands anything else to the general path."""
-    (base, length, _, _, crc, attrs, last_delta, _, max_ts, producer_id, producer_epoch, base_sequence,
-     count) = _V2_HEADER.unpack_from(mv, 0)
-    size = length + LOG_OVERHEAD
-    if size != len(mv) or attrs & TIMESTAMP_TYPE_MASK:
-        return None
-    if base != 0:
-        raise InvalidRecordError(f"The baseOffset of the record batch should be 0, but it is {base}")
-    if size > config.max_message_bytes:
-        raise MessageTooLargeError(f"The record batch size is {size} bytes which exceeds the maximum "
-                                   f"configured value of {config.max_message_bytes}.")
-    if crc != crc32c(mv[ATTRIBUTES_OFFSET:size]):
-        raise CorruptMessageError(f"Record is corrupt (stored crc = {crc})")
-    if last_delta + 1 <= 0 or count <= 0 or last_delta + 1 != count:
-        raise InvalidRecordError(f"Inconsistent batch offset range [0, {last_delta}] and count of records {count}")
-    if attrs & CONTROL_FLAG_MASK:
-        raise InvalidRecordError("Clients are not allowed to write control records")
-    if producer_id >= 0 and base_sequence < 0:
-        raise InvalidRecordError(f"Invalid sequence number {base_sequence} in record batch with producerId "
-                                 f"{producer_id}")
-    _OFFSET_LENGTH_EPOCH.pack_into(mv, 0, next_offset, length, leader_epoch)
-    log_append_time = -1
-    if config.log_append_time:
-        set_max_timestamp(mv, 0, now, LOG_APPEND_TIME)
-        max_ts = log_append_time = now
-    last_offset = next_offset + last_delta
-    # tuple.__new__ builds the named tuples without their Python-level __new__ (hot path)
-    meta = _new(BatchMetadata, (next_offset, last_delta, producer_id, producer_epoch, base_sequence,
-                                bool(attrs & TRANSACTIONAL_FLAG_MASK), count))
-    return _new(ValidationResult, (mv, next_offset, last_offset, max_ts, last_offset, log_append_time, [meta]))
 
 
 def _assign_v2(mv, next_offset, config, now, leader_epoch, origin, checks) -> ValidationResult:

@@ -213,3 +213,19 @@ def test_batch_headers_from_an_offset(make_log):
     headers = list(lg.batch_headers(5))
     assert [(h.base_offset, h.base_sequence, h.producer_id) for h in headers] == \
         [(4, 4, 5), (6, 6, 5), (8, 8, 5), (10, 10, 5)]
+
+
+def test_append_takes_frame_slices_and_read_only_bytes(make_log):
+    """A writable slice of a request frame is rewritten in place; read-only bytes are copied first."""
+    lg = make_log()
+    frozen = bytes(batch(3))
+    assert lg.append(frozen, 3).last_offset == 2 and frozen == bytes(batch(3))
+    one = batch(2, producer_id=4, producer_epoch=0, base_sequence=0)
+    frame = bytearray(b"\xee" * 7) + one + bytearray(b"\xee" * 5)
+    view = memoryview(frame)[7:7 + len(one)]
+    assert lg.append(view, 5).last_offset == 4
+    assert frame[:7] == b"\xee" * 7 and frame[-5:] == b"\xee" * 5        # nothing outside the slice touched
+    assert int.from_bytes(frame[7:15], "big") == 3 and int.from_bytes(frame[19:23], "big") == 5
+    views = read_views(lg)
+    assert [(v.base_offset, v.last_offset, v.partition_leader_epoch) for v in views] == [(0, 2, 3), (3, 4, 5)]
+    assert all(v.crc_valid() for v in views)

@@ -1,5 +1,6 @@
 """Kafka's LogValidator rules and in-place offset assignment, per magic and compression."""
 
+import os
 import struct
 
 import pytest
@@ -12,6 +13,8 @@ from kafka_compat.protocol.records import (
 )
 from storage.config import LogConfig
 from storage.errors import LogError
+from storage.log import Log
+from storage.scheduler import Scheduler
 from storage.validator import COORDINATOR, validate_and_assign
 
 NOW = TS + 10_000
@@ -21,10 +24,29 @@ def assign(data, next_offset=1000, config=None, epoch=7, **kw):
     return validate_and_assign(memoryview(data), next_offset, config or LogConfig(), NOW, epoch, **kw)
 
 
-def error_code(data, config=None, **kw) -> int:
-    with pytest.raises(LogError) as info:
-        assign(data, config=config, **kw)
-    return info.value.error_code
+@pytest.fixture(params=["validator", "log"])
+def error_code(request, tmp_path):
+    """error_code(data, config) -> the LogError code, through validate_and_assign and through
+    Log.append, whose own header-only path must apply the same rules and write nothing."""
+    def through_validator(data, config=None, **kw) -> int:
+        with pytest.raises(LogError) as info:
+            assign(data, config=config, **kw)
+        return info.value.error_code
+
+    def through_log(data, config=None, **kw) -> int:
+        lg = Log(str(tmp_path / f"t-{len(os.listdir(tmp_path))}"), config or LogConfig(),
+                 scheduler=scheduler, clock=lambda: NOW)
+        try:
+            with pytest.raises(LogError) as info:
+                lg.append(data, 7, **kw)
+            assert lg.log_end_offset == 0 and lg.active_segment.size == 0
+        finally:
+            lg.close()
+        return info.value.error_code
+
+    scheduler = Scheduler("validator-test")
+    yield through_validator if request.param == "validator" else through_log
+    scheduler.shutdown()
 
 
 @pytest.mark.parametrize("codec", [0, GZIP, SNAPPY])
@@ -124,7 +146,7 @@ def test_magic0_uncompressed_and_compressed():
     assert [bytes(r.value) for r in wrapper.records()] == [b"1", b"2", b"3"]
 
 
-def test_corrupt_checksum_is_corrupt_message():
+def test_corrupt_checksum_is_corrupt_message(error_code):
     data = batch(2)
     data[-1] ^= 0xFF
     assert error_code(data) == ErrorCode.CORRUPT_MESSAGE
@@ -133,7 +155,7 @@ def test_corrupt_checksum_is_corrupt_message():
     assert error_code(legacy) == ErrorCode.CORRUPT_MESSAGE
 
 
-def test_bad_size_or_magic_is_corrupt_message():
+def test_bad_size_or_magic_is_corrupt_message(error_code):
     data = batch(1)
     struct.pack_into(">i", data, 8, 5)
     assert error_code(data) == ErrorCode.CORRUPT_MESSAGE
@@ -142,20 +164,20 @@ def test_bad_size_or_magic_is_corrupt_message():
     assert error_code(data) == ErrorCode.CORRUPT_MESSAGE
 
 
-def test_record_count_must_match_last_offset_delta():
+def test_record_count_must_match_last_offset_delta(error_code):
     data = bytearray(build_batch([(b"k", b"v", (), TS)] * 3, last_offset_delta=5))
     assert error_code(data) == ErrorCode.INVALID_RECORD
     data = bytearray(build_batch([(b"k", b"v", (), TS)] * 3, last_offset_delta=-1))
     assert error_code(data) == ErrorCode.INVALID_RECORD
 
 
-def test_max_message_bytes():
+def test_max_message_bytes(error_code):
     data = batch(1, value=b"x" * 2000)
     assert error_code(data, LogConfig(max_message_bytes=1000)) == ErrorCode.MESSAGE_TOO_LARGE
     assign(batch(1, value=b"x" * 2000), config=LogConfig(max_message_bytes=len(data)))
 
 
-def test_null_key_on_compacted_topic_is_invalid_record():
+def test_null_key_on_compacted_topic_is_invalid_record(error_code):
     data = keyed([(b"a", b"1"), (None, b"2"), (b"c", b"3")])
     with pytest.raises(LogError) as info:
         assign(data, config=LogConfig(cleanup_policy="compact"))
@@ -166,13 +188,14 @@ def test_null_key_on_compacted_topic_is_invalid_record():
     assert error_code(legacy, LogConfig(cleanup_policy="compact,delete")) == ErrorCode.INVALID_RECORD
 
 
-def test_control_batch_from_client_is_invalid_record_but_allowed_for_coordinator():
+def test_control_batch_from_client_is_invalid_record_but_allowed_for_coordinator(error_code):
     data = bytearray(build_control_batch(1, producer_id=5, producer_epoch=0, timestamp=TS))
     assert error_code(data) == ErrorCode.INVALID_RECORD
+    assert error_code(batch(1, is_control=True)) == ErrorCode.INVALID_RECORD    # no producer id: only this rule
     assert assign(data, origin=COORDINATOR).last_offset == 1000
 
 
-def test_client_rules_on_batch_header():
+def test_client_rules_on_batch_header(error_code):
     data = batch(1)
     struct.pack_into(">q", data, 0, 9)
     assert error_code(data) == ErrorCode.INVALID_RECORD          # BaseOffset must be 0
@@ -183,7 +206,7 @@ def test_client_rules_on_batch_header():
     assert error_code(mixed) == ErrorCode.INVALID_RECORD
 
 
-def test_timestamp_bounds():
+def test_timestamp_bounds(error_code):
     config = LogConfig(message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=500)
     assign(batch(1, ts=NOW - 1000), config=config)
     assign(batch(1, ts=NOW + 500), config=config)
@@ -195,7 +218,7 @@ def test_timestamp_bounds():
     assert error_code(legacy, config) == ErrorCode.INVALID_TIMESTAMP
 
 
-def test_client_batch_claiming_log_append_time():
+def test_client_batch_claiming_log_append_time(error_code):
     data = batch(1, timestamp_type=LOG_APPEND_TIME)
     assert error_code(data, LogConfig(message_timestamp_type="LogAppendTime")) == ErrorCode.INVALID_TIMESTAMP
 
@@ -207,5 +230,5 @@ def test_trailing_partial_batch_is_trimmed():
     assert result.last_offset == 1001
 
 
-def test_empty_records_are_invalid():
+def test_empty_records_are_invalid(error_code):
     assert error_code(bytearray()) == ErrorCode.INVALID_RECORD
