@@ -19,7 +19,7 @@ def down_convert(data, to_magic: int) -> bytes:
         if view.magic <= to_magic:
             out += view.buffer[view.position:view.position + view.size]
             continue
-        if view.is_control:
+        if view.magic == 2 and view.is_control:    # a magic 1 entry read at magic 0 has no control flag
             continue
         ts_type = 1 if (to_magic == 1 and view.timestamp_type) else 0
         for r in view.records():
