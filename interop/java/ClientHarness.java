@@ -43,20 +43,23 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * exits non-zero on failure (3 when fewer records than --count arrived).
  *
  * Records made by produce: key "k&lt;i&gt;", value "v&lt;i&gt;" (null for every
- * --null-every'th), header h=&lt;i&gt;, i counting from --start (default 0).
+ * --null-every'th), header h=&lt;i&gt;, i counting from --start (default 0); with
+ * --partitions N record i goes to partition i % N, with --timestamp-base B its
+ * create time is B + i.
  */
 public final class ClientHarness {
     private static final String USAGE = String.join("\n",
         "usage: ClientHarness <command> --bootstrap HOST:PORT [options]",
-        "  produce --topic T [--partition P] --count N [--compression none|gzip|snappy|lz4|zstd]",
-        "          [--null-every K] [--start I] [--idempotent|--no-idempotent] [--transactional-id ID] [--acks A]",
-        "  consume --topic T --partition P [--offset earliest|latest|N] --count N [--timeout-ms MS]",
+        "  produce --topic T [--partition P | --partitions N] --count N [--compression none|gzip|snappy|lz4|zstd]",
+        "          [--null-every K] [--start I] [--timestamp-base MS] [--idempotent|--no-idempotent]",
+        "          [--transactional-id ID] [--acks A]",
+        "  consume --topic T --partition P... [--offset earliest|latest|N] --count N [--timeout-ms MS]",
         "  group-consume --topic T --group G --count N [--timeout-ms MS] [--session-timeout-ms MS]",
-        "  list-offsets --topic T --partition P --timestamp MS|earliest|latest|max",
-        "  admin create --topic T [--partitions N] [--replication-factor R] [--config K=V]...",
+        "  list-offsets --topic T (--partition P --timestamp MS|earliest|latest|max)...",
+        "  admin create --topic T... [--partitions N] [--replication-factor R] [--config K=V]...",
         "  admin describe --topic T",
         "  admin alter-config --topic T --config K=V...",
-        "  admin delete --topic T",
+        "  admin delete --topic T...",
         "  admin list-topics",
         "  admin describe-group --group G [--topic T]...");
 
@@ -140,6 +143,8 @@ public final class ClientHarness {
         String topic = opt("topic");
         Integer partition = opts.containsKey("partition") ? Integer.valueOf(opt("partition")) : null;
         int count = intOpt("count", 1), nullEvery = intOpt("null-every", 0), start = intOpt("start", 0);
+        int partitions = intOpt("partitions", 0);
+        Long timestampBase = opts.containsKey("timestamp-base") ? Long.valueOf(opt("timestamp-base")) : null;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
             if (txId != null) {
                 producer.initTransactions();
@@ -148,7 +153,9 @@ public final class ClientHarness {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = start; i < start + count; i++) {
                 byte[] value = nullEvery > 0 && (i - start + 1) % nullEvery == 0 ? null : bytes("v" + i);
-                ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(topic, partition, bytes("k" + i), value);
+                ProducerRecord<byte[], byte[]> rec = new ProducerRecord<>(topic,
+                    partitions > 0 ? Integer.valueOf(i % partitions) : partition,
+                    timestampBase == null ? null : Long.valueOf(timestampBase + i), bytes("k" + i), value);
                 rec.headers().add("h", bytes(Integer.toString(i)));
                 sent.add(producer.send(rec));
             }
@@ -181,14 +188,16 @@ public final class ClientHarness {
     }
 
     private int consume() {
-        TopicPartition tp = new TopicPartition(opt("topic"), intOpt("partition", 0));
+        List<TopicPartition> tps = new ArrayList<>();
+        for (String p : all("partition")) tps.add(new TopicPartition(opt("topic"), Integer.parseInt(p)));
+        if (tps.isEmpty()) tps.add(new TopicPartition(opt("topic"), 0));
         int count = intOpt("count", 1);
         try (KafkaConsumer<byte[], byte[]> c = consumer(null)) {
-            c.assign(Collections.singletonList(tp));
+            c.assign(tps);
             String offset = opt("offset", "earliest");
-            if (offset.equals("earliest")) c.seekToBeginning(Collections.singletonList(tp));
-            else if (offset.equals("latest")) c.seekToEnd(Collections.singletonList(tp));
-            else c.seek(tp, Long.parseLong(offset));
+            if (offset.equals("earliest")) c.seekToBeginning(tps);
+            else if (offset.equals("latest")) c.seekToEnd(tps);
+            else for (TopicPartition tp : tps) c.seek(tp, Long.parseLong(offset));
             return drain(c, count) >= count ? 0 : 3;
         }
     }
@@ -230,18 +239,29 @@ public final class ClientHarness {
 
     // --- offsets / admin ---------------------------------------------------------
 
+    /** One answer per --partition, in order; the i'th --timestamp goes with the i'th --partition (one applies to all). */
     private int listOffsets() throws Exception {
-        TopicPartition tp = new TopicPartition(opt("topic"), intOpt("partition", 0));
-        String ts = opt("timestamp", "latest");
-        OffsetSpec spec = ts.equals("earliest") ? OffsetSpec.earliest()
-            : ts.equals("latest") ? OffsetSpec.latest()
-            : ts.equals("max") ? OffsetSpec.maxTimestamp()
-            : OffsetSpec.forTimestamp(Long.parseLong(ts));
+        List<String> parts = all("partition").isEmpty() ? Collections.singletonList("0") : all("partition");
+        List<String> stamps = all("timestamp").isEmpty() ? Collections.singletonList("latest") : all("timestamp");
+        List<Map.Entry<TopicPartition, OffsetSpec>> specs = new ArrayList<>();
+        for (int i = 0; i < parts.size(); i++) {
+            String ts = stamps.get(stamps.size() == 1 ? 0 : i);
+            OffsetSpec spec = ts.equals("earliest") ? OffsetSpec.earliest()
+                : ts.equals("latest") ? OffsetSpec.latest()
+                : ts.equals("max") ? OffsetSpec.maxTimestamp()
+                : OffsetSpec.forTimestamp(Long.parseLong(ts));
+            specs.add(new java.util.AbstractMap.SimpleEntry<>(
+                new TopicPartition(opt("topic"), Integer.parseInt(parts.get(i))), spec));
+        }
         try (Admin admin = Admin.create(base())) {
-            ListOffsetsResult.ListOffsetsResultInfo info =
-                admin.listOffsets(Collections.singletonMap(tp, spec)).partitionResult(tp).get(30, TimeUnit.SECONDS);
-            System.out.println("{\"topic\":" + q(tp.topic()) + ",\"partition\":" + tp.partition()
-                + ",\"offset\":" + info.offset() + ",\"timestamp\":" + info.timestamp() + "}");
+            // one request per pair: a request may name a partition only once
+            for (Map.Entry<TopicPartition, OffsetSpec> e : specs) {
+                TopicPartition tp = e.getKey();
+                ListOffsetsResult.ListOffsetsResultInfo info = admin.listOffsets(Collections.singletonMap(tp, e.getValue()))
+                    .partitionResult(tp).get(30, TimeUnit.SECONDS);
+                System.out.println("{\"topic\":" + q(tp.topic()) + ",\"partition\":" + tp.partition()
+                    + ",\"offset\":" + info.offset() + ",\"timestamp\":" + info.timestamp() + "}");
+            }
         }
         return 0;
     }
@@ -251,10 +271,12 @@ public final class ClientHarness {
         try (Admin admin = Admin.create(base())) {
             switch (sub) {
                 case "create": {
-                    NewTopic t = new NewTopic(opt("topic"), intOpt("partitions", 1),
-                        (short) intOpt("replication-factor", 1)).configs(configs());
-                    admin.createTopics(Collections.singletonList(t)).all().get(30, TimeUnit.SECONDS);
-                    System.out.println("{\"created\":" + q(opt("topic")) + "}");
+                    List<NewTopic> ts = new ArrayList<>();
+                    for (String name : all("topic"))
+                        ts.add(new NewTopic(name, intOpt("partitions", 1),
+                            (short) intOpt("replication-factor", 1)).configs(configs()));
+                    admin.createTopics(ts).all().get(30, TimeUnit.SECONDS);
+                    for (String name : all("topic")) System.out.println("{\"created\":" + q(name) + "}");
                     return 0;
                 }
                 case "describe": return describe(admin);
@@ -268,8 +290,8 @@ public final class ClientHarness {
                     return 0;
                 }
                 case "delete":
-                    admin.deleteTopics(Collections.singletonList(opt("topic"))).all().get(30, TimeUnit.SECONDS);
-                    System.out.println("{\"deleted\":" + q(opt("topic")) + "}");
+                    admin.deleteTopics(all("topic")).all().get(30, TimeUnit.SECONDS);
+                    for (String name : all("topic")) System.out.println("{\"deleted\":" + q(name) + "}");
                     return 0;
                 case "list-topics":
                     for (String name : admin.listTopics().names().get(30, TimeUnit.SECONDS))

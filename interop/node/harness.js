@@ -5,7 +5,9 @@
 // JSON lines on stdout, exit 3 when fewer records than --count arrived.
 //
 // Records made by produce: key "k<i>", value "v<i>" (null for every
-// --null-every'th), header h=<i>, i counting from --start (default 0).
+// --null-every'th), header h=<i>, i counting from --start (default 0); with
+// --partitions N record i goes to partition i % N, with --timestamp-base B its
+// create time is B + i.
 //
 // KafkaJS has no assign(): `consume` joins a throw-away group, seeks to the
 // wanted offset and commits nothing. Its codecs: none, gzip, snappy (via
@@ -15,15 +17,15 @@ const { Kafka, logLevel, CompressionTypes, CompressionCodecs, ConfigResourceType
 CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy')
 
 const USAGE = `usage: harness.js <command> --bootstrap HOST:PORT [options]
-  produce --topic T [--partition P] --count N [--compression none|gzip|snappy]
-          [--null-every K] [--start I] [--idempotent] [--transactional-id ID] [--acks A]
-  consume --topic T --partition P [--offset earliest|latest|N] --count N [--timeout-ms MS] [--session-timeout-ms MS]
+  produce --topic T [--partition P | --partitions N] --count N [--compression none|gzip|snappy]
+          [--null-every K] [--start I] [--timestamp-base MS] [--idempotent] [--transactional-id ID] [--acks A]
+  consume --topic T --partition P... [--offset earliest|latest|N] --count N [--timeout-ms MS] [--session-timeout-ms MS]
   group-consume --topic T --group G --count N [--timeout-ms MS] [--session-timeout-ms MS]
-  list-offsets --topic T --partition P --timestamp MS|earliest|latest
-  admin create --topic T [--partitions N] [--replication-factor R] [--config K=V]...
+  list-offsets --topic T (--partition P --timestamp MS|earliest|latest)...
+  admin create --topic T... [--partitions N] [--replication-factor R] [--config K=V]...
   admin describe --topic T
   admin alter-config --topic T --config K=V...
-  admin delete --topic T
+  admin delete --topic T...
   admin list-topics
   admin describe-group --group G [--topic T]...`
 
@@ -71,10 +73,15 @@ async function produce (kafka, args) {
   const start = Number(args.opt('start', '0'))
   const nullEvery = Number(args.opt('null-every', '0'))
   const partition = args.has('partition') ? Number(args.opt('partition')) : undefined
+  const partitions = Number(args.opt('partitions', '0'))
+  const timestampBase = args.has('timestamp-base') ? Number(args.opt('timestamp-base')) : null
   const messages = []
   for (let i = start; i < start + count; i++) {
     const isNull = nullEvery > 0 && (i - start + 1) % nullEvery === 0
-    messages.push({ key: `k${i}`, value: isNull ? null : `v${i}`, headers: { h: String(i) }, partition })
+    const m = { key: `k${i}`, value: isNull ? null : `v${i}`, headers: { h: String(i) } }
+    m.partition = partitions > 0 ? i % partitions : partition
+    if (timestampBase !== null) m.timestamp = String(timestampBase + i)
+    messages.push(m)
   }
   const codec = CODECS[args.opt('compression', 'none')]
   if (codec === undefined) throw new Error(`unsupported compression ${args.opt('compression')}`)
@@ -127,14 +134,14 @@ function groupTimeouts (args) {
 
 async function consume (kafka, args) {
   const topic = args.opt('topic')
-  const partition = Number(args.opt('partition', '0'))
+  const partitions = (args.all('partition').length ? args.all('partition') : ['0']).map(Number)
   const count = Number(args.opt('count', '1'))
   const offset = args.opt('offset', 'earliest')
   const consumer = kafka.consumer({ groupId: `harness-assign-${process.pid}-${Date.now()}`, ...groupTimeouts(args) })
   await consumer.connect()
   await consumer.subscribe({ topic, fromBeginning: offset !== 'latest' })
-  const run = await drain(consumer, count, Number(args.opt('timeout-ms', '30000')), (t, p) => p === partition)
-  if (offset !== 'earliest' && offset !== 'latest') consumer.seek({ topic, partition, offset })
+  const run = await drain(consumer, count, Number(args.opt('timeout-ms', '30000')), (t, p) => partitions.includes(p))
+  if (offset !== 'earliest' && offset !== 'latest') for (const partition of partitions) consumer.seek({ topic, partition, offset })
   await run.finished
   clearTimeout(run.timer)
   await consumer.disconnect()
@@ -160,20 +167,25 @@ async function groupConsume (kafka, args) {
   return run.got() >= count ? 0 : 3
 }
 
+// One answer per --partition; the i'th --timestamp goes with the i'th --partition (one applies to all).
 async function listOffsets (kafka, args) {
   const topic = args.opt('topic')
-  const partition = Number(args.opt('partition', '0'))
-  const ts = args.opt('timestamp', 'latest')
+  const partitions = (args.all('partition').length ? args.all('partition') : ['0']).map(Number)
+  const stamps = args.all('timestamp').length ? args.all('timestamp') : ['latest']
   const admin = kafka.admin()
   await admin.connect()
-  let offset
-  if (ts === 'earliest' || ts === 'latest') {
-    const p = (await admin.fetchTopicOffsets(topic)).find(o => o.partition === partition)
-    offset = ts === 'earliest' ? p.low : p.high
-  } else {
-    offset = (await admin.fetchTopicOffsetsByTimestamp(topic, Number(ts))).find(o => o.partition === partition).offset
+  for (let i = 0; i < partitions.length; i++) {
+    const partition = partitions[i]
+    const ts = stamps[stamps.length === 1 ? 0 : i]
+    let offset
+    if (ts === 'earliest' || ts === 'latest') {
+      const p = (await admin.fetchTopicOffsets(topic)).find(o => o.partition === partition)
+      offset = ts === 'earliest' ? p.low : p.high
+    } else {
+      offset = (await admin.fetchTopicOffsetsByTimestamp(topic, Number(ts))).find(o => o.partition === partition).offset
+    }
+    out({ topic, partition, offset: Number(offset) })
   }
-  out({ topic, partition, offset: Number(offset) })
   await admin.disconnect()
   return 0
 }
@@ -185,17 +197,16 @@ async function admin (kafka, args) {
   try {
     switch (sub) {
       case 'create': {
-        const topic = args.opt('topic')
         await a.createTopics({
           waitForLeaders: true,
-          topics: [{
+          topics: args.all('topic').map(topic => ({
             topic,
             numPartitions: Number(args.opt('partitions', '1')),
             replicationFactor: Number(args.opt('replication-factor', '1')),
             configEntries: configs(args)
-          }]
+          }))
         })
-        out({ created: topic })
+        for (const topic of args.all('topic')) out({ created: topic })
         return 0
       }
       case 'describe': {
@@ -221,9 +232,8 @@ async function admin (kafka, args) {
         return 0
       }
       case 'delete': {
-        const topic = args.opt('topic')
-        await a.deleteTopics({ topics: [topic] })
-        out({ deleted: topic })
+        await a.deleteTopics({ topics: args.all('topic') })
+        for (const topic of args.all('topic')) out({ deleted: topic })
         return 0
       }
       case 'list-topics':
@@ -269,8 +279,9 @@ async function main () {
   return handlers[command](kafka, args)
 }
 
+// stdout to a pipe is written asynchronously: exit only once every line is out
 main().then(
-  rc => process.exit(rc),
+  rc => process.stdout.write('', () => process.exit(rc)),
   err => {
     process.stderr.write(`${err.stack || err}\n`)
     process.exit(1)
