@@ -12,6 +12,7 @@ import os
 import time
 
 from .config import LogConfig
+from .fallocate import release_past_end, reserve_past_end
 from .headers import (
     HEADER_UP_TO_MAGIC, MAGIC_OFFSET, NO_TIMESTAMP, BatchInfo, crc_valid, header_bytes_needed, iter_file_batches,
     parse_header, read_batch_info,
@@ -28,6 +29,7 @@ DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 RECOVERY_CHUNK = 8 * 1024 * 1024
+RESERVE_CHUNK = 4 * 1024 * 1024   # blocks reserved past the end of the active segment at a time
 _pwrite = os.pwrite
 
 
@@ -63,6 +65,8 @@ class LogSegment:
         if not existed and config.preallocate and active:
             os.posix_fallocate(self.fd, 0, config.segment_bytes)
             self._preallocated = True
+        # blocks are reserved up to here (fallocate.reserve_past_end)
+        self._reserved_to = config.segment_bytes if self._preallocated else self.size
         self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes)
         self.bytes_since_last_index_entry = 0
@@ -84,6 +88,8 @@ class LogSegment:
         if largest_offset - self.base_offset > INT32_MAX:
             raise OverflowError(f"offset {largest_offset} overflows segment {self.base_offset}")
         length = len(data)
+        if position + length > self._reserved_to:
+            self._reserve(position + length)
         written = _pwrite(self.fd, data, position)
         while written < length:
             written += _pwrite(self.fd, memoryview(data)[written:], position + written)
@@ -100,6 +106,15 @@ class LogSegment:
         self.bytes_since_last_index_entry = since + length
         self.size = position + length
         self.next_offset = largest_offset + 1
+
+    def _reserve(self, end: int) -> None:
+        """Reserve blocks for the next RESERVE_CHUNK bytes (at least up to ``end``, at most up to
+        segment.bytes) past the end of file; writes below that point allocate nothing."""
+        target = max(end, min(self.size + RESERVE_CHUNK, self.config.segment_bytes))
+        if reserve_past_end(self.fd, self.size, target - self.size):
+            self._reserved_to = target
+        else:
+            self._reserved_to = 1 << 62   # cannot reserve here: stop trying, writes allocate
 
     def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
         """Time since the first batch's timestamp (or since creation when there is none); Log.append
@@ -121,6 +136,9 @@ class LogSegment:
         if self._preallocated:
             os.ftruncate(self.fd, self.size)
             self._preallocated = False
+        elif self._reserved_to > self.size:
+            release_past_end(self.fd, self.size)
+        self._reserved_to = self.size
 
     def on_become_inactive(self) -> None:
         """On roll: seal, and trim both indexes to their entries."""
@@ -257,7 +275,9 @@ class LogSegment:
         truncated = file_size - valid
         if truncated:
             os.ftruncate(self.fd, valid)
-        self.size = valid
+        else:
+            release_past_end(self.fd, valid)   # blocks an unclean shutdown left reserved
+        self.size = self._reserved_to = valid
         self.next_offset = prev_last + 1
         self.bytes_since_last_index_entry = valid - last_index_entry
         self.rolling_based_timestamp = None
@@ -278,7 +298,7 @@ class LogSegment:
             return 0
         removed = self.size - info.position
         os.ftruncate(self.fd, info.position)
-        self.size = info.position
+        self.size = self._reserved_to = info.position
         self.next_offset = self.read_next_offset()
         self.bytes_since_last_index_entry = 0
         self.rolling_based_timestamp = None

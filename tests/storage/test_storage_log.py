@@ -10,6 +10,7 @@ from logtools import TS, batch, keyed, read_records, read_views
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.records import build_batch, build_legacy_message_set
 from storage.errors import LogError, OffsetOutOfRangeError
+from storage.fallocate import reserve_past_end
 from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from storage.validator import COORDINATOR
 
@@ -229,3 +230,35 @@ def test_append_takes_frame_slices_and_read_only_bytes(make_log):
     views = read_views(lg)
     assert [(v.base_offset, v.last_offset, v.partition_leader_epoch) for v in views] == [(0, 2, 3), (3, 4, 5)]
     assert all(v.crc_valid() for v in views)
+
+
+def fallocate_supported(path) -> bool:
+    fd = os.open(path + ".probe", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        return reserve_past_end(fd, 0, 1 << 20)
+    finally:
+        os.close(fd)
+        os.unlink(path + ".probe")
+
+
+def test_reserved_blocks_never_show_as_file_size_and_are_returned_on_roll_and_close(make_log):
+    """Appends reserve blocks past the end of file (fallocate KEEP_SIZE): the file's size is always
+    the log's, as in Kafka; rolling and closing give the unused blocks back, keeping the mtime."""
+    lg = make_log(segment_bytes=64 * 1024 * 1024)
+    for _ in range(50):
+        lg.append(batch(3, value=b"v" * 1000))
+    first = lg.active_segment
+    st = os.stat(first.log_path)
+    assert st.st_size == first.size
+    assert st.st_blocks * 512 > first.size + st.st_blksize or not fallocate_supported(first.log_path)
+    os.utime(first.log_path, ns=(st.st_atime_ns, 1_600_000_000_000_000_000))
+    lg.roll()
+    st = os.stat(first.log_path)
+    assert st.st_size == first.size and st.st_blocks * 512 <= first.size + st.st_blksize
+    assert st.st_mtime_ns == 1_600_000_000_000_000_000
+    lg.append(batch(1))
+    active = lg.active_segment
+    assert os.path.getsize(active.log_path) == active.size
+    lg.close()
+    st = os.stat(active.log_path)
+    assert st.st_size == active.size and st.st_blocks * 512 <= active.size + st.st_blksize
