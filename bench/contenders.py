@@ -138,5 +138,10 @@ class Sampler:
 
 
 def wait_quiet(seconds: float = 0.5) -> None:
-    """Let the previous scenario's background work (flushes, rebalances) settle."""
+    """Start every scenario from synced page cache, the previous one's background work settled.
+
+    Without the sync, the kernel writing back the previous scenario's gigabyte
+    stalls the next one (the e2e latency scenario most of all) at random.
+    """
+    os.sync()
     time.sleep(seconds)

@@ -167,8 +167,26 @@ class _Fd:
 
 
 async def send_slice(loop, transport, piece) -> None:
-    """Send one file slice: sendfile where the transport allows it, else read and write (TLS)."""
+    """Send one file slice: sendfile where the transport allows it, else read and write (TLS).
+
+    While the transport has nothing buffered, the slice goes straight out with
+    os.sendfile as far as the socket takes it; only the rest (socket full) waits
+    in `loop.sendfile`. That saves the event-loop round trips loop.sendfile makes
+    for each slice, which is most of a fetch's cost when the client reads fast.
+    """
+    position, length = piece.position, piece.length
+    sock = transport.get_extra_info("socket")
+    if sock is not None and transport.get_extra_info("sslcontext") is None \
+            and not transport.get_write_buffer_size():
+        try:
+            sent = os.sendfile(sock.fileno(), piece.fd, position, length)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        if sent >= length:
+            return
+        position += sent
+        length -= sent
     try:
-        await loop.sendfile(transport, _Fd(piece.fd), piece.position, piece.length, fallback=False)
+        await loop.sendfile(transport, _Fd(piece.fd), position, length, fallback=False)
     except (asyncio.SendfileNotAvailableError, NotImplementedError):
-        transport.write(os.pread(piece.fd, piece.length, piece.position))
+        transport.write(os.pread(piece.fd, length, position))
