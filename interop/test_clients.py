@@ -117,6 +117,8 @@ def stored_batches(broker, topic: str, partition: int = 0) -> list[tuple[int, in
         pos = 0
         while pos + 17 <= len(data):
             (length,) = struct.unpack_from(">i", data, pos + 8)
+            if length <= 0 or pos + 12 + length > len(data):     # preallocated zeros or a torn tail
+                break
             magic = data[pos + 16]
             out.append((magic, struct.unpack_from(">q", data, pos + 43)[0] if magic == 2 else None))
             pos += 12 + length
