@@ -59,13 +59,15 @@ def create(broker, *topics, partitions: int = PARTITIONS, configs: dict | None =
         admin.close()
 
 
-def produce(broker, topic: str, records) -> None:
-    """records: (partition, key, value, timestamp_ms) tuples, sent in order."""
+def produce(broker, topic: str, records, batch_each: bool = False) -> None:
+    """records: (partition, key, value, timestamp_ms) tuples, sent in order (batch_each: one batch each)."""
     producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap)
     try:
         for partition, key, value, ts in records:
             producer.send(topic, key=key and key.encode(), value=value.encode(), partition=partition,
                           timestamp_ms=ts)
+            if batch_each:
+                producer.flush()
         producer.flush()
     finally:
         producer.close()
@@ -114,9 +116,11 @@ def source_offsets(progress, which: str) -> dict:
 
 
 def producers(broker, topic: str) -> list:
+    """DescribeProducers: the idempotent producers partition 0 of topic remembers."""
     admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    tp = kafka.TopicPartition(topic, 0)
     try:
-        return admin.describe_producers([kafka.TopicPartition(topic, 0)])
+        return admin.describe_producers([tp])[tp].active_producers
     finally:
         admin.close()
 
@@ -146,6 +150,9 @@ def test_pipeline_writes_exactly_the_finished_windowed_counts(spark, broker, tmp
     assert sorted(got, key=lambda kv: (kv[0], kv[1]["window_start"])) == [
         counts("a", 0, 10), counts("a", 10, 10), counts("a", 20, 10),
         counts("b", 0, 5), counts("b", 10, 5), counts("b", 20, 5)]
+    # the Kafka sink's producer is idempotent by default, and one sequence covers every row
+    states = producers(broker, pipeline.SINK_TOPIC)
+    assert [s.last_sequence for s in states] == [len(got) - 1] and states[0].producer_id >= 0
 
 
 def test_restart_from_checkpoint_after_a_broker_restart_continues_where_it_stopped(spark, broker, tmp_path):
@@ -170,3 +177,194 @@ def test_restart_from_checkpoint_after_a_broker_restart_continues_where_it_stopp
     assert got[:len(first)] == first            # nothing rewritten
     assert sorted(got[len(first):], key=lambda kv: kv[0]) == [
         counts("a", 40, 10), counts("b", 40, 10), counts("c", 40, 1)]
+
+
+# --------------------------------------------------------------------------- batch queries and source options
+
+RECORDS = 10                                # per partition in `source`
+
+
+def record_ts(p: int, i: int) -> int:
+    """Timestamp (ms) of record i of partition p: one second apart, partitions 100 ms apart."""
+    return (BASE_S + i) * 1000 + p * 100
+
+
+def fill(broker, topic: str = "source") -> None:
+    create(broker, topic)
+    produce(broker, topic, [(p, f"k{p}-{i}", f"v{p}-{i}", record_ts(p, i))
+                            for i in range(RECORDS) for p in range(PARTITIONS)])
+
+
+def read(spark, broker, **options):
+    """A batch query's rows as sorted (topic, partition, offset, value)."""
+    reader = spark.read.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    rows = reader.load().selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value").collect()
+    return sorted(tuple(r) for r in rows)
+
+
+def rows(topic: str, wanted: dict[int, range]):
+    return sorted((topic, p, i, f"v{p}-{i}") for p, offsets in wanted.items() for i in offsets)
+
+
+def test_batch_query_with_per_partition_starting_and_ending_offsets(spark, broker):
+    fill(broker)
+    got = read(spark, broker, subscribe="source",
+               startingOffsets=json.dumps({"source": {"0": 2, "1": -2, "2": 7}}),    # -2: earliest
+               endingOffsets=json.dumps({"source": {"0": 5, "1": 3, "2": -1}}))      # -1: latest
+    assert got == rows("source", {0: range(2, 5), 1: range(0, 3), 2: range(7, RECORDS)})
+
+
+def test_batch_query_by_timestamp(spark, broker):
+    fill(broker)
+    # from the first record at or after 4.5 s in every partition (offset 5), up to (not
+    # including) the first at or after 7.5 s (offset 8)
+    got = read(spark, broker, subscribe="source", startingTimestamp=str((BASE_S + 4) * 1000 + 500),
+               endingTimestamp=str((BASE_S + 7) * 1000 + 500))
+    assert got == rows("source", {p: range(5, 8) for p in range(PARTITIONS)})
+    # per partition; a timestamp past every record means "up to the end"
+    got = read(spark, broker, subscribe="source",
+               startingOffsetsByTimestamp=json.dumps({"source": {"0": record_ts(0, 9), "1": record_ts(1, 0),
+                                                                 "2": record_ts(2, 3) + 1}}),
+               endingOffsetsByTimestamp=json.dumps({"source": {"0": record_ts(0, 99), "1": record_ts(1, 2),
+                                                               "2": record_ts(2, 99)}}))
+    assert got == rows("source", {0: range(9, RECORDS), 1: range(0, 2), 2: range(4, RECORDS)})
+
+
+def test_subscribe_pattern_and_assign(spark, broker):
+    for topic in ("pat-1", "pat-2", "other"):
+        fill(broker, topic)
+    got = read(spark, broker, subscribePattern="pat-.*")
+    assert got == rows("pat-1", {p: range(RECORDS) for p in range(PARTITIONS)}) + \
+        rows("pat-2", {p: range(RECORDS) for p in range(PARTITIONS)})
+    got = read(spark, broker, assign=json.dumps({"other": [0, 2], "pat-2": [1]}))
+    assert got == sorted(rows("other", {0: range(RECORDS), 2: range(RECORDS)})
+                         + rows("pat-2", {1: range(RECORDS)}))
+
+
+def test_min_partitions_splits_offset_ranges_and_reads_every_record_once(spark, broker):
+    fill(broker)
+    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+          .option("subscribe", "source").option("minPartitions", "6").load())
+    # Spark splits each partition's range in proportion to its size: 3 x 10 records -> 3 x 2
+    assert df.rdd.getNumPartitions() == 6
+    got = sorted(tuple(r) for r in df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING)").collect())
+    assert got == rows("source", {p: range(RECORDS) for p in range(PARTITIONS)})
+
+
+def test_max_offsets_per_trigger_bounds_every_micro_batch(spark, broker, tmp_path):
+    fill(broker)
+    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("subscribe", "source").option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", "7").load()
+             .selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value")
+             .writeStream.format("memory").queryName("bounded")
+             .option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    sizes = [p["numInputRows"] for p in query.recentProgress]
+    assert sum(sizes) == PARTITIONS * RECORDS and max(sizes) <= 7 and len(sizes) >= 5
+    got = sorted(tuple(r) for r in spark.sql("SELECT * FROM bounded").collect())
+    assert got == rows("source", {p: range(RECORDS) for p in range(PARTITIONS)})
+
+
+# --------------------------------------------------------------------------- data loss
+
+@pytest.fixture
+def retention_broker():
+    """Retention enforced every 200 ms."""
+    with EmbeddedBroker({"log.retention.check.interval.ms": 200}) as b:
+        yield b
+
+
+def lose_records(broker, how: str, before: int) -> None:
+    """Remove offsets [0, before) of lossy-0, by DeleteRecords or by time retention."""
+    if how == "delete-records":
+        admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            admin.delete_records({kafka.TopicPartition("lossy", 0): before})
+        finally:
+            admin.close()
+    else:
+        admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            # an hour: the records before `before` are from 2023, the rest from now
+            admin.alter_configs([kafka.admin.ConfigResource("TOPIC", "lossy", {"retention.ms": "3600000"})])
+        finally:
+            admin.close()
+    consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        tp = kafka.TopicPartition("lossy", 0)
+        deadline = time.monotonic() + WAIT
+        while consumer.beginning_offsets([tp])[tp] < before:
+            assert time.monotonic() < deadline, "the records were not removed"
+            time.sleep(0.2)
+        assert consumer.beginning_offsets([tp])[tp] == before
+    finally:
+        consumer.close()
+
+
+def stream_lossy(spark, broker, tmp_path, fail_on_data_loss: bool):
+    """Copy lossy-0's (offset, value) to JSON files in tmp_path/out (a sink that recovers from its checkpoint)."""
+    return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("subscribe", "lossy").option("startingOffsets", "earliest")
+            .option("failOnDataLoss", str(fail_on_data_loss).lower()).load()
+            .selectExpr("offset", "CAST(value AS STRING) AS value")
+            .writeStream.format("json").option("path", str(tmp_path / "out"))
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .trigger(availableNow=True).start())
+
+
+def copied(spark, tmp_path) -> list[tuple[int, str]]:
+    return sorted(tuple(r) for r in spark.read.schema("offset LONG, value STRING").json(str(tmp_path / "out"))
+                  .collect())
+
+
+@pytest.mark.parametrize("how", ["delete-records", "retention"])
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_fail_on_data_loss_reports_or_skips_removed_records(spark, retention_broker, tmp_path, how,
+                                                            fail_on_data_loss):
+    """The query read 0..9 and stopped; 10..14 go before it resumes: it fails, or reads 15..19."""
+    from pyspark.errors import StreamingQueryException
+
+    broker = retention_broker
+    # one batch per segment, so that retention can remove whole segments up to offset 15
+    create(broker, "lossy", partitions=1, configs={"segment.bytes": "100", "retention.ms": "-1"})
+    produce(broker, "lossy", [(0, None, f"v0-{i}", record_ts(0, i)) for i in range(10)], batch_each=True)
+    stream_lossy(spark, broker, tmp_path, fail_on_data_loss).awaitTermination()
+    assert copied(spark, tmp_path) == [(i, f"v0-{i}") for i in range(10)]
+
+    # 10..14 are old; 15..19 are new, so time retention keeps them
+    now = int(time.time() * 1000)
+    produce(broker, "lossy", [(0, None, f"v0-{i}", record_ts(0, i) if i < 15 else now) for i in range(10, 20)],
+            batch_each=True)
+    lose_records(broker, how, 15)
+    query = stream_lossy(spark, broker, tmp_path, fail_on_data_loss)
+    if fail_on_data_loss:
+        with pytest.raises(StreamingQueryException) as failed:
+            query.awaitTermination()
+        assert "failOnDataLoss" in str(failed.value)
+        assert copied(spark, tmp_path) == [(i, f"v0-{i}") for i in range(10)]
+    else:
+        query.awaitTermination()
+        assert copied(spark, tmp_path) == [(i, f"v0-{i}") for i in [*range(10), *range(15, 20)]]
+
+
+# --------------------------------------------------------------------------- the sink
+
+def test_the_sinks_idempotent_producer_writes_every_row_exactly_once(spark, broker):
+    create(broker, "sunk", partitions=1)
+    n = 5000
+    (spark.range(n).selectExpr("CAST(id AS STRING) AS key", "CONCAT('row-', CAST(id AS STRING)) AS value")
+     .repartition(4)
+     .write.format("kafka").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", "sunk").save())
+    got = consume(broker, "sunk")
+    assert sorted(int(k) for _, _, k, _ in got) == list(range(n))
+    assert all(v == f"row-{k}" for _, _, k, v in got)
+    assert [o for _, o, _, _ in got] == list(range(n))          # no gaps, nothing written twice
+    # kafka-clients 3.9's defaults (enable.idempotence=true, acks=all): the broker tracked
+    # the sink's producer ids and sequences, and their sequences cover every row once
+    states = producers(broker, "sunk")
+    assert states and all(s.producer_id >= 0 for s in states)
+    assert sum(s.last_sequence + 1 for s in states) == n
