@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -92,15 +93,17 @@ def java_harness_classpath() -> str | None:
         return None
     sources = sorted(JAVA_SRC_DIR.glob("*.java"))
     stamp = JAVA_CLASS_DIR / ".stamp"
-    newest = max((s.stat().st_mtime for s in sources), default=0.0)
-    if not stamp.exists() or stamp.stat().st_mtime < newest:
+    # A digest of the sources, not their mtimes: a copied or checked-out tree has
+    # fresh mtimes but may lack a class another checkout never compiled.
+    digest = hashlib.sha256(b"".join(s.name.encode() + b"\0" + s.read_bytes() for s in sources)).hexdigest()
+    if not stamp.exists() or stamp.read_text() != digest:
         JAVA_CLASS_DIR.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             [javac, "-nowarn", "-encoding", "UTF-8", "-cp", jars, "-d", str(JAVA_CLASS_DIR),
              *map(str, sources)],
             check=True,
         )
-        stamp.touch()
+        stamp.write_text(digest)
     return os.pathsep.join([str(JAVA_CLASS_DIR), jars])
 
 
