@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# librdkafka's own broker test suite (tests 0000-0999, quick mode) against a
+# fresh kafka-compat broker.
+#
+# Builds the test runner from Debian's librdkafka source package (fetched with
+# `apt-get source` into .cache/librdkafka, never committed; the build is kept
+# there so a rerun only runs the tests), starts our broker on a free loopback
+# port with the configuration the suite's "default" scenario expects, and runs
+# every broker test not named in skip.txt. Prints one line per test and a
+# closing "N passed, N failed, N skipped" line; exits non-zero when a test
+# outside skip.txt fails.
+#
+#     bash interop/librdkafka/run.sh              # the whole suite
+#     TESTS=0012 bash interop/librdkafka/run.sh   # one test (librdkafka's TESTS)
+#
+# Two passes, as the suite's scenarios/ ask: "default" (topics auto-created) and
+# "noautocreate", each against a fresh broker. Tests that shell out to Kafka's
+# kafka-topics.sh get KAFKA_PATH=interop/librdkafka/kafka, whose bin/ does the
+# same over the Admin API (kafka_topics.py).
+#
+# Environment: PARALLEL (concurrent tests, default 3), TEST_KAFKA_VERSION (the
+# broker version the suite assumes when deciding what to test, default 3.9.1),
+# KEEP=1 keeps the run directory (broker log, runner log, report).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+CACHE="$ROOT/.cache/librdkafka"
+PYTHON="${PYTHON:-python3}"
+PARALLEL="${PARALLEL:-3}"
+export TEST_KAFKA_VERSION="${TEST_KAFKA_VERSION:-3.9.1}"
+export DEBIAN_FRONTEND=noninteractive
+
+say() { printf '[librdkafka] %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# --- source: Debian's librdkafka source package -------------------------------
+enable_deb_src() {
+    # deb822 sources (Debian 12+) or a one-line sources.list: add the deb-src twin.
+    if grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        return
+    fi
+    say "enabling deb-src"
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        sed -n 's/^Types: deb$/Types: deb-src/; p' "$f" \
+            | as_root tee "/etc/apt/sources.list.d/kafka-compat-src-$(basename "$f")" >/dev/null
+    done
+    if [ -f /etc/apt/sources.list ] && grep -q '^deb ' /etc/apt/sources.list; then
+        sed -n 's/^deb /deb-src /p' /etc/apt/sources.list \
+            | as_root tee /etc/apt/sources.list.d/kafka-compat-src.list >/dev/null
+    fi
+    as_root apt-get update -qq
+}
+
+src_dir() { find "$CACHE" -maxdepth 1 -type d -name 'librdkafka-*' | sort | tail -n1; }
+
+SRC="$(src_dir 2>/dev/null || true)"
+if [ -z "$SRC" ]; then
+    enable_deb_src
+    mkdir -p "$CACHE"
+    say "apt-get source librdkafka"
+    (cd "$CACHE" && apt-get source -qq librdkafka >/dev/null 2>&1) \
+        || (cd "$CACHE" && apt-get source librdkafka)
+    SRC="$(src_dir)"
+fi
+TESTDIR="$SRC/tests"
+
+# --- build deps (the source package's Build-Depends the tests need) ------------
+BUILD_DEPS=(gcc g++ make pkg-config liblz4-dev libzstd-dev libssl-dev zlib1g-dev rapidjson-dev)
+missing=()
+for p in "${BUILD_DEPS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "apt-get install ${missing[*]}"
+    as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- build: the library and tests/test-runner, once ---------------------------
+# The stamp names what the build was configured with, so a change here rebuilds.
+BUILD_ID="configure --no-download --disable-gssapi --disable-curl; rapidjson"
+if [ ! -x "$TESTDIR/test-runner" ] || [ "$(cat "$SRC/.kafka-compat-build" 2>/dev/null)" != "$BUILD_ID" ]; then
+    say "building $(basename "$SRC") and its test runner (once; cached in .cache/)"
+    start=$(date +%s)
+    (
+        cd "$SRC"
+        rm -f tests/test-runner
+        # No SASL/GSSAPI nor libcurl (OIDC): those tests are in skip.txt.
+        ./configure --no-download --disable-gssapi --disable-curl >build.log 2>&1
+        make -j"$(nproc)" libs >>build.log 2>&1
+        make -C tests -j"$(nproc)" test-runner >>build.log 2>&1
+    ) || { tail -n 40 "$SRC/build.log"; exit 1; }
+    echo "$BUILD_ID" >"$SRC/.kafka-compat-build"
+    say "built in $(( $(date +%s) - start ))s"
+fi
+
+# --- one pass: a fresh broker, then the runner for one test scenario -----------
+RUN="$(mktemp -d "${TMPDIR:-/tmp}/librdkafka-run.XXXXXX")"
+BROKER_PID=
+stop_broker() {
+    if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
+        kill "$BROKER_PID" 2>/dev/null || true
+        wait "$BROKER_PID" 2>/dev/null || true
+    fi
+    BROKER_PID=
+}
+cleanup() {
+    stop_broker
+    if [ "${KEEP:-0}" = 1 ]; then say "run directory kept: $RUN"; else rm -rf "$RUN"; fi
+}
+trap cleanup EXIT
+
+# skip.txt: "<test name>  <reason>"; the runner skips by test number.
+TESTS_SKIP="$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/skip.txt" | cut -c1-4 | sort -u | paste -sd, -)"
+export TESTS_SKIP PYTHON
+
+# run_pass SCENARIO AUTO_CREATE: the broker settings of the suite's
+# scenarios/SCENARIO.json (topic auto-creation on or off, 4 partitions), and the
+# runner restricted to that scenario's tests.
+run_pass() {
+    local scenario=$1 auto_create=$2 dir="$RUN/$1" port
+    mkdir -p "$dir"
+    port="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    (cd "$ROOT" && PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m kafka_compat serve \
+        --listeners "PLAINTEXT://127.0.0.1:$port" --log-dirs "$dir/data" \
+        -o auto.create.topics.enable="$auto_create" -o num.partitions=4 \
+        >"$dir/broker.log" 2>&1) &
+    BROKER_PID=$!
+    for _ in $(seq 300); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        kill -0 "$BROKER_PID" 2>/dev/null || { cat "$dir/broker.log"; exit 1; }
+        sleep 0.1
+    done
+    {
+        echo "bootstrap.servers=127.0.0.1:$port"
+        echo "# A Python broker on a shared 2-core machine: give the suite's waits room."
+        echo "test.timeout.multiplier=3"
+    } >"$dir/test.conf"
+    say "scenario $scenario: kafka-compat on 127.0.0.1:$port, $PARALLEL tests at a time"
+    local rc=0
+    (
+        cd "$TESTDIR"
+        export LD_LIBRARY_PATH="../src:../src-cpp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        export RDKAFKA_TEST_CONF="$dir/test.conf" TEST_REPORT="$dir/report.json" \
+            BROKERS="127.0.0.1:$port" KAFKA_PATH="$HERE/kafka" RDKAFKA_GITVER="$(basename "$SRC")"
+        unset CI  # the runner caps itself at 3 concurrent tests when CI is set
+        # -Q quick mode, -E no sockem (network fault injection), -L no broker-less tests.
+        exec ./test-runner -Q -E -L -p"$PARALLEL" -s "$scenario"
+    ) >"$dir/runner.log" 2>&1 || rc=$?
+    echo "$rc" >"$dir/rc"
+    stop_broker
+}
+
+start=$(date +%s)
+run_pass default true
+run_pass noautocreate false
+say "suite ran in $(( $(date +%s) - start ))s (TEST_KAFKA_VERSION=$TEST_KAFKA_VERSION)"
+
+"$PYTHON" "$HERE/report.py" "$HERE/skip.txt" "$RUN/default" "$RUN/noautocreate"
