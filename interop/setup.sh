@@ -80,7 +80,10 @@ fi
 
 # --- npm: KafkaJS -------------------------------------------------------------
 if command -v npm >/dev/null 2>&1; then
-    if [ ! -f "$ROOT/interop/node/node_modules/kafkajs/package.json" ]; then
+    # every dependency package.json names (KafkaJS and its codec libraries) must be there
+    if ! (cd "$ROOT/interop/node" && node -e '
+        const deps = Object.keys(require("./package.json").dependencies)
+        process.exit(deps.every(d => require("fs").existsSync(`node_modules/${d}/package.json`)) ? 0 : 1)'); then
         say "npm ci in interop/node"
         (cd "$ROOT/interop/node" && npm ci --no-audit --no-fund --loglevel=error)
     fi

@@ -464,7 +464,7 @@ def test_java_client(broker):
 def test_kafkajs(broker):
     """KafkaJS has no assign(): its harness's consume joins a throw-away group, reads only the named
     partitions from the beginning and commits nothing. Its alter-config is AlterConfigs (KafkaJS
-    has no IncrementalAlterConfigs)."""
+    has no IncrementalAlterConfigs). lz4 and zstd are the harness's plug-ins over pure-JS codecs."""
     peers.require(peers.node_dir(), "KafkaJS")
     harness_roundtrip(harness_runner([peers.node_binary(), str(peers.NODE_DIR / "harness.js")]), broker,
-                      "kafkajs", ("none", "gzip", "snappy"))
+                      "kafkajs", CODECS)
