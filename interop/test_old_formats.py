@@ -4,11 +4,13 @@ api_version=(0, 9) speaks Produce v1 / Fetch v1 with magic 0 message sets (no
 timestamps), api_version=(0, 10) speaks Produce v2 / Fetch v2 with magic 1 (create
 times). The broker stores them as sent, so one partition written by a (0, 9), then
 a (0, 10), then a modern producer holds magic 0, 1 and 2 batches side by side (the
-segment files are read to make sure). A modern consumer reads all of it, and so
-do both old ones, which get the magic 2 part down-converted.
+segment files are read to make sure). Modern consumers (kafka-python, librdkafka,
+the Java client) read all of it, and so do both old ones, which get the magic 2
+part down-converted.
 """
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -16,6 +18,8 @@ import pytest
 kafka = pytest.importorskip("kafka")
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+
+import peers  # noqa: E402
 
 from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
@@ -94,7 +98,8 @@ def test_old_client_produces_and_fetches(broker, magic, codec):
 def test_mixed_log_read_by_modern_and_old_clients(broker):
     topic = new_topic(broker, partitions=1)
     base = base_timestamp()
-    sent = (produce(broker, topic, "m0", OLD[0], base) + produce(broker, topic, "m1", OLD[1], base + PER_CLIENT)
+    sent = (produce(broker, topic, "m0", OLD[0], base)
+            + produce(broker, topic, "m1", OLD[1], base + PER_CLIENT, "gzip")     # compressed magic 1 wrappers
             + produce(broker, topic, "m2", None, base + 2 * PER_CLIENT, "lz4"))
     assert [o for o, *_ in sent] == list(range(3 * PER_CLIENT))
     magics = [m for m, _ in stored_batches(broker, topic)]
@@ -113,3 +118,31 @@ def test_mixed_log_read_by_modern_and_old_clients(broker):
     held(consume(broker, topic, total, OLD[1]), [NO_TIMESTAMP] * PER_CLIENT + [s[3] for s in sent[PER_CLIENT:]])
     # Fetch v1 (magic 0): everything down to magic 0, no timestamps at all
     held(consume(broker, topic, total, OLD[0]), [NO_TIMESTAMP] * total)
+    # other modern readers of the same log (last: they skip when not installed)
+    want = [(o, k.decode(), None if v is None else v.decode()) for o, k, v, _ in sent]
+    assert confluent_read(broker, topic, total) == want
+    assert java_read(broker, topic, total) == want
+
+
+def confluent_read(broker, topic: str, count: int) -> list[tuple]:
+    ck = pytest.importorskip("confluent_kafka")
+    consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
+    got = []
+    try:
+        deadline = time.monotonic() + WAIT
+        while len(got) < count and time.monotonic() < deadline:
+            for m in consumer.consume(num_messages=1000, timeout=0.2):
+                assert m.error() is None, m.error()
+                got.append((m.offset(), m.key().decode(), None if m.value() is None else m.value().decode()))
+    finally:
+        consumer.close()
+    return got
+
+
+def java_read(broker, topic: str, count: int) -> list[tuple]:
+    cp = peers.require(peers.java_harness_classpath(), "the Java client")
+    out = peers.java_harness(cp, "consume", "--bootstrap", broker.bootstrap, "--topic", topic, "--partition", "0",
+                             "--count", str(count))
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [(r["offset"], r["key"], r["value"]) for r in map(json.loads, out.stdout.splitlines())]
