@@ -19,6 +19,9 @@ FIXED = {"int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i",
          "uint32": ("I", 4), "int64": ("q", 8), "float64": ("d", 8), "bool": ("?", 1),
          "uuid": ("16s", 16)}
 
+# Struct nesting decoded inline in one function; deeper structs get a call.
+MAX_INLINE = 8
+
 RUNTIME = ("DecodeError", "KafkaStruct", "KafkaMessage", "DEFAULT", "ZERO_UUID", "LOW_LEVEL",
            "read_uvarint", "write_uvarint", "new")
 
@@ -192,31 +195,27 @@ class MessageEmitter:
         o()
 
     # ---------------------------------------------------------- decoding
+    # A decode function holds the whole message: the structs of an array are decoded
+    # inline in the loop that reads the array (no call per element), each nesting
+    # depth `d` with its own locals (`o1`, `lst1`, ...). Where a fixed-width run is
+    # followed by a compact length or a tagged-field section, the run's Struct also
+    # reads that varint's first byte into `k`, saving one buffer index.
+
     def decoder(self, sname: str | None, v: int) -> str:
         key = ("d", sname or "", v)
         if key in self.memo:
             return self.memo[key]
-        fields = self.fields_of(sname)
         c = Code()
         c("def __FN__(buf, p):")
         with c.indent():
-            c(f"o = new({self.cls(sname)})")
-            present = [f for f in fields if v in f.versions and not (f.tag is not None and in_range(f.tagged, v))]
-            tagged = [f for f in fields if f.tag is not None and in_range(f.tagged, v)]
-            absent = [f for f in fields if f not in present and f not in tagged]
-            for f in absent + tagged:
-                c(f"o.{f.attr} = {self.default_expr(f)}")
+            c("end = len(buf)")
             c("try:")
             with c.indent():
-                self.dec_fields(c, present, v)
-                if self.m.is_flexible(v):
-                    self.dec_tags(c, tagged, v)
-                else:
-                    c("o.unknown_tags = None")
+                self.dec_struct(c, sname, v, 0)
             c("except LOW_LEVEL as e:")
             with c.indent():
                 c(f"raise DecodeError({self.m.name!r}, {v}, p, _reason(e)) from None")
-            c("return o, p")
+            c("return o0, p")
         name = self.register(c, f"_d_{self.cls(sname).lstrip('_')}_{v}")
         self.memo[key] = name
         return name
@@ -229,40 +228,83 @@ class MessageEmitter:
         self.out(text.replace("__FN__", name))
         return name
 
-    def dec_fields(self, c: Code, fields: list[Field], v: int) -> None:
-        run: list[Field] = []
+    def length_prefix(self, f: Field, v: int) -> str | None:
+        """The struct code of the length or count the field's encoding opens with, if any.
 
-        def flush():
+        "B" is the first byte of a compact (varint) length; "i" and "h" are the
+        fixed-width lengths of the non-flexible versions, read whole.
+        """
+        if not (f.is_array or f.type in ("string", "bytes", "records")):
+            return None
+        if self.flexible(f, v):
+            return "B"
+        return "h" if f.type == "string" and not f.is_array else "i"
+
+    def dec_struct(self, c: Code, sname: str | None, v: int, d: int) -> None:
+        """Decode one struct into the local `o{d}`."""
+        fields = self.fields_of(sname)
+        o = f"o{d}"
+        c(f"{o} = new({self.cls(sname)})")
+        present = [f for f in fields if v in f.versions and not (f.tag is not None and in_range(f.tagged, v))]
+        tagged = [f for f in fields if f.tag is not None and in_range(f.tagged, v)]
+        absent = [f for f in fields if f not in present and f not in tagged]
+        for f in absent + tagged:
+            c(f"{o}.{f.attr} = {self.default_expr(f)}")
+        flexible = self.m.is_flexible(v)
+        peeked = self.dec_fields(c, present, v, d, tags_follow=flexible)
+        if flexible:
+            self.dec_tags(c, tagged, v, d, peeked)
+        else:
+            c(f"{o}.unknown_tags = None")
+
+    def dec_fields(self, c: Code, fields: list[Field], v: int, d: int, tags_follow: bool) -> bool:
+        """Decode `fields` of `o{d}`; return True when the byte after them is already in `k`."""
+        run: list[Field] = []
+        peeked = False
+
+        def flush(prefix: str | None) -> bool:
+            """Unpack the run, and with it the length that follows (`k` for a varint's
+            first byte, which stays unconsumed; `n` for a fixed-width length)."""
             if not run:
-                return
-            fmt = ">" + "".join(FIXED[f.type][0] for f in run)
+                return False
+            fmt = ">" + "".join(FIXED[f.type][0] for f in run) + (prefix or "")
             size = sum(FIXED[f.type][1] for f in run)
-            targets = ", ".join(f"o.{f.attr}" for f in run)
-            if len(run) == 1:
-                targets += ","
-            c(f"{targets} = {self.fmt(fmt)}.unpack_from(buf, p)")
+            if prefix in ("i", "h"):
+                size += 4 if prefix == "i" else 2
+            targets = [f"o{d}.{f.attr}" for f in run] + ([] if prefix is None else ["k" if prefix == "B" else "n"])
+            lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+            c(f"{lhs} = {self.fmt(fmt)}.unpack_from(buf, p)")
             c(f"p += {size}")
             run.clear()
+            return prefix is not None
 
         for f in fields:
             if not f.is_array and f.type in FIXED:
                 run.append(f)
                 continue
-            flush()
-            self.dec_value(c, f, v, f"o.{f.attr}")
-        flush()
+            peeked = flush(self.length_prefix(f, v))
+            self.dec_value(c, f, v, f"o{d}.{f.attr}", d, peeked)
+        return flush("B" if tags_follow else None)
 
-    def dec_length(self, c: Code, f: Field, v: int, wide: bool) -> None:
+    def dec_length(self, c: Code, f: Field, v: int, wide: bool, peeked: bool = False) -> None:
         """Read a length/count into `n`: -1 means null."""
         if self.flexible(f, v):
-            c("n = buf[p] - 1")
-            c("if n < 127:")
-            with c.indent():
-                c("p += 1")
+            if peeked:
+                c("if k < 128:")
+                with c.indent():
+                    c("n = k - 1")
+                    c("p += 1")
+            else:
+                c("n = buf[p] - 1")
+                c("if n < 127:")
+                with c.indent():
+                    c("p += 1")
             c("else:")
             with c.indent():
                 c("n, p = read_uvarint(buf, p)")
                 c("n -= 1")
+        elif peeked:
+            pass                                  # `n` came with the fixed-width run before
         elif wide:
             c(f"n, = {self.fmt('>i')}.unpack_from(buf, p)")
             c("p += 4")
@@ -278,47 +320,81 @@ class MessageEmitter:
             else:
                 c(f"raise DecodeError({self.m.name!r}, {v}, p, 'null {what} in {f.name}')")
 
-    def dec_value(self, c: Code, f: Field, v: int, target: str) -> None:
+    def dec_value(self, c: Code, f: Field, v: int, target: str, d: int, peeked: bool = False) -> None:
+        name = self.m.name
+        if self.flexible(f, v) and (f.type == "string" or (f.is_array and f.element in FIXED
+                                                           and f.element != "uuid")):
+            # Fast path for the usual short, non-null value whose compact length is one byte.
+            if not peeked:
+                c("k = buf[p]")
+            if f.is_array:
+                size = FIXED[f.element][1]
+                c("if 0 < k < 65:")
+                with c.indent():
+                    c(f"{target} = [*_K_{f.element}[k](buf, p + 1)]")
+                    c(f"p += {size} * k - {size - 1}")
+            else:
+                c("if 0 < k < 128:")
+                with c.indent():
+                    c("q = p + k")
+                    c("if q > end:")
+                    with c.indent():
+                        c(f"raise DecodeError({name!r}, {v}, p, '{f.name} runs past the frame')")
+                    c(f"{target} = str(buf[p + 1:q], 'utf-8')")
+                    c("p = q")
+            c("else:")
+            with c.indent():
+                self.dec_value_general(c, f, v, target, d, True)
+            return
+        self.dec_value_general(c, f, v, target, d, peeked)
+
+    def dec_value_general(self, c: Code, f: Field, v: int, target: str, d: int, peeked: bool) -> None:
         name = self.m.name
         if f.is_array:
-            self.dec_length(c, f, v, wide=True)
+            self.dec_length(c, f, v, True, peeked)
             self.null_or_fail(c, f, v, target, "array")
             c("else:")
             with c.indent():
                 elem = f.element
                 if elem in FIXED:
                     code, size = FIXED[elem]
-                    c(f"if n * {size} > len(buf) - p:")
-                    with c.indent():
-                        c(f"raise DecodeError({name!r}, {v}, p, 'array {f.name} longer than the frame')")
                     if elem == "uuid":
+                        c(f"if n * {size} > end - p:")
+                        with c.indent():
+                            c(f"raise DecodeError({name!r}, {v}, p, 'array {f.name} longer than the frame')")
                         c(f"{target} = [bytes(buf[p + 16 * i:p + 16 * i + 16]) for i in range(n)]")
                     else:
-                        c(f"{target} = list((_ARRAYS[{code!r}][n] if n < 64 else _Struct('>%d{code}' % n)).unpack_from(buf, p))")
+                        # Short arrays: a precompiled Struct, which itself refuses to read past the end.
+                        c("if n < 64:")
+                        with c.indent():
+                            c(f"{target} = [*_A_{elem}[n].unpack_from(buf, p)]")
+                        c("else:")
+                        with c.indent():
+                            c(f"if n * {size} > end - p:")
+                            with c.indent():
+                                c(f"raise DecodeError({name!r}, {v}, p, 'array {f.name} longer than the frame')")
+                            c(f"{target} = [*_Struct('>%d{code}' % n).unpack_from(buf, p)]")
                     c(f"p += n * {size}")
                 else:
-                    c("if n > len(buf) - p:")
+                    c("if n > end - p:")
                     with c.indent():
                         c(f"raise DecodeError({name!r}, {v}, p, 'array {f.name} longer than the frame')")
-                    c("lst = []")
-                    c("app = lst.append")
-                    if f.is_struct:
-                        fn = self.decoder(elem, v)
-                        c("for _ in range(n):")
-                        with c.indent():
-                            c(f"e, p = {fn}(buf, p)")
-                            c("app(e)")
-                    else:
-                        c("for _ in range(n):")
-                        with c.indent():
+                    lst = f"lst{d}"
+                    c(f"{lst} = []")
+                    c(f"app{d} = {lst}.append")
+                    c("for _ in range(n):")
+                    with c.indent():
+                        if f.is_struct:
+                            self.dec_nested(c, elem, v, d + 1)
+                            c(f"app{d}(o{d + 1})")
+                        else:
                             elem_field = Field(f.name, elem, f.versions, None, flexible=f.flexible,
                                                flexible_override=f.flexible_override)
-                            self.dec_value(c, elem_field, v, "e")
-                            c("app(e)")
-                    c(f"{target} = lst")
+                            self.dec_value(c, elem_field, v, f"e{d}", d)
+                            c(f"app{d}(e{d})")
+                    c(f"{target} = {lst}")
             return
         if f.is_struct:
-            fn = self.decoder(f.element, v)
             if in_range(f.nullable, v):
                 c(f"if {self.fmt('>b')}.unpack_from(buf, p)[0] < 0:")
                 with c.indent():
@@ -327,9 +403,11 @@ class MessageEmitter:
                 c("else:")
                 with c.indent():
                     c("p += 1")
-                    c(f"{target}, p = {fn}(buf, p)")
+                    self.dec_nested(c, f.element, v, d + 1)
+                    c(f"{target} = o{d + 1}")
             else:
-                c(f"{target}, p = {fn}(buf, p)")
+                self.dec_nested(c, f.element, v, d + 1)
+                c(f"{target} = o{d + 1}")
             return
         t = f.type
         if t in FIXED:
@@ -337,12 +415,12 @@ class MessageEmitter:
             c(f"{target}, = {self.fmt('>' + code)}.unpack_from(buf, p)")
             c(f"p += {size}")
             return
-        self.dec_length(c, f, v, wide=(t != "string"))
+        self.dec_length(c, f, v, t != "string", peeked)
         self.null_or_fail(c, f, v, target, t)
         c("else:")
         with c.indent():
             c("q = p + n")
-            c("if q > len(buf):")
+            c("if q > end:")
             with c.indent():
                 c(f"raise DecodeError({name!r}, {v}, p, '{f.name} runs past the frame')")
             if t == "string":
@@ -353,60 +431,71 @@ class MessageEmitter:
                 c(f"{target} = bytes(buf[p:q])")
             c("p = q")
 
-    def dec_tags(self, c: Code, tagged: list[Field], v: int) -> None:
-        name = self.m.name
-        c("if buf[p] == 0:")
+    def dec_nested(self, c: Code, sname: str, v: int, d: int) -> None:
+        """A nested struct into `o{d}`: inline, or past MAX_INLINE levels by a call."""
+        if d <= MAX_INLINE:
+            self.dec_struct(c, sname, v, d)
+        else:
+            c(f"o{d}, p = {self.decoder(sname, v)}(buf, p)")
+
+    def dec_tags(self, c: Code, tagged: list[Field], v: int, d: int, peeked: bool) -> None:
+        c("if k == 0:" if peeked else "if buf[p] == 0:")
         with c.indent():
             c("p += 1")
-            c("o.unknown_tags = None")
+            c(f"o{d}.unknown_tags = None")
         c("else:")
         with c.indent():
-            self.dec_tags_slow(c, tagged, v, name)
+            self.dec_tags_slow(c, tagged, v, d)
 
-    def dec_tags_slow(self, c: Code, tagged: list[Field], v: int, name: str) -> None:
+    def dec_tags_slow(self, c: Code, tagged: list[Field], v: int, d: int) -> None:
+        name = self.m.name
+        u, t, q, w, st = f"u{d}", f"t{d}", f"q{d}", f"w{d}", f"st{d}"
         c("n, p = read_uvarint(buf, p)")
-        c("u = None")
+        c(f"{u} = None")
         c("if n:")
         with c.indent():
-            c("if n > len(buf) - p:")
+            c("if n > end - p:")
             with c.indent():
                 c(f"raise DecodeError({name!r}, {v}, p, 'more tagged fields than bytes')")
             c("for _ in range(n):")
             with c.indent():
-                c("t, p = read_uvarint(buf, p)")
+                c(f"{t}, p = read_uvarint(buf, p)")
                 c("s, p = read_uvarint(buf, p)")
-                c("q = p + s")
-                c("if q > len(buf):")
+                c(f"{q} = p + s")
+                c(f"if {q} > end:")
                 with c.indent():
                     c(f"raise DecodeError({name!r}, {v}, p, 'tagged field runs past the frame')")
                 kw = "if"
                 for f in tagged:
-                    c(f"{kw} t == {f.tag}:")
+                    c(f"{kw} {t} == {f.tag}:")
                     with c.indent():
-                        c("sub = buf[:q]")
-                        c("buf, whole, start = sub, buf, p")
-                        self.dec_value(c, f, v, f"o.{f.attr}")
-                        c("buf = whole")
+                        # Decode the field within its own bytes: nothing it reads can run past them.
+                        c(f"{w}, {st} = buf, p")
+                        c(f"buf = buf[:{q}]")
+                        c(f"end = {q}")
+                        self.dec_value(c, f, v, f"o{d}.{f.attr}", d)
+                        c(f"buf = {w}")
+                        c("end = len(buf)")
                         # A peer that writes a tagged field at its default gets it back
                         # verbatim: kept as raw bytes, so re-encoding is byte-exact.
-                        c(f"if not ({self.is_default_test(f, 'o.' + f.attr)}):")
+                        c(f"if not ({self.is_default_test(f, f'o{d}.' + f.attr)}):")
                         with c.indent():
-                            c("if u is None:")
+                            c(f"if {u} is None:")
                             with c.indent():
-                                c("u = []")
-                            c("u.append((t, bytes(buf[start:q])))")
+                                c(f"{u} = []")
+                            c(f"{u}.append(({t}, bytes(buf[{st}:{q}])))")
                     kw = "elif"
                 if tagged:
                     c("else:")
                     c.depth += 1
-                c("if u is None:")
+                c(f"if {u} is None:")
                 with c.indent():
-                    c("u = []")
-                c("u.append((t, bytes(buf[p:q])))")
+                    c(f"{u} = []")
+                c(f"{u}.append(({t}, bytes(buf[p:{q}])))")
                 if tagged:
                     c.depth -= 1
-                c("p = q")
-        c("o.unknown_tags = u")
+                c(f"p = {q}")
+        c(f"o{d}.unknown_tags = {u}")
 
     # ---------------------------------------------------------- encoding
     def encoder(self, sname: str | None, v: int) -> str:
@@ -587,8 +676,11 @@ def module_prelude(src: str) -> str:
             "from kafka_compat.protocol.primitives import (\n"
             + "".join(f"    {n},\n" for n in RUNTIME) +
             "    reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,\n"
-            "    ARRAY_STRUCTS as _ARRAYS,\n"
-            ")\n\n")
+            "    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,\n"
+            ")\n\n"
+            + "".join(f"_A_{t} = _ARRAYS[{code!r}]\n" for t, (code, _) in FIXED.items() if t != "uuid")
+            + "".join(f"_K_{t} = _COMPACT[{code!r}]\n" for t, (code, _) in FIXED.items() if t != "uuid")
+            + "\n")
 
 
 def emit_module(messages: list[Message], src: str) -> str:

@@ -10,7 +10,7 @@ import struct
 
 __all__ = [
     "DecodeError", "UnsupportedVersionError", "KafkaStruct", "KafkaMessage", "BUFFERS",
-    "reason", "write_tags", "first", "ARRAY_STRUCTS", "DEFAULT", "ZERO_UUID",
+    "reason", "write_tags", "first", "ARRAY_STRUCTS", "COMPACT_ARRAY_UNPACK", "DEFAULT", "ZERO_UUID",
     "read_uvarint", "read_uvarlong", "read_varint", "read_varlong",
     "write_uvarint", "write_varint", "write_varlong", "uvarint_size", "new", "LOW_LEVEL",
 ]
@@ -60,7 +60,21 @@ LOW_LEVEL = (struct.error, IndexError, UnicodeDecodeError, TypeError, OverflowEr
 
 
 def read_uvarint(buf, p: int) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes (32 bits), as Kafka's ByteUtils.readUnsignedVarint."""
+    """An unsigned varint of at most 5 bytes (32 bits), as Kafka's ByteUtils.readUnsignedVarint.
+
+    Lengths of up to 2 MiB (three bytes: a 16 KiB batch, say) are read without a loop.
+    """
+    b = buf[p]
+    if b < 0x80:
+        return b, p + 1
+    value = b & 0x7F
+    b = buf[p + 1]
+    if b < 0x80:
+        return value | b << 7, p + 2
+    value |= (b & 0x7F) << 7
+    b = buf[p + 2]
+    if b < 0x80:
+        return value | b << 14, p + 3
     value = 0
     shift = 0
     while True:
@@ -142,6 +156,9 @@ class KafkaStruct:
 BUFFERS = (bytes, bytearray, memoryview)
 # Precompiled big-endian array formats for the common short arrays (replica lists and the like).
 ARRAY_STRUCTS = {code: [struct.Struct(f">{n}{code}") for n in range(64)] for code in "bhHiIqd?"}
+# The same, indexed by a compact array's length byte (count + 1), as bound unpack_from.
+COMPACT_ARRAY_UNPACK = {code: (None,) + tuple(s.unpack_from for s in structs)
+                        for code, structs in ARRAY_STRUCTS.items()}
 
 
 def first(pair):

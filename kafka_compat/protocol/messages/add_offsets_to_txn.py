@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>h')
-_S_1 = _Struct('>qh')
-_S_2 = _Struct('>ih')
+_S_1 = _Struct('>qhh')
+_S_2 = _Struct('>qhB')
+_S_3 = _Struct('>qh')
+_S_4 = _Struct('>ih')
+_S_5 = _Struct('>ihB')
 
 
 class AddOffsetsToTxnRequest(KafkaMessage):
@@ -39,215 +59,244 @@ class AddOffsetsToTxnRequest(KafkaMessage):
 
 
 def _d_AddOffsetsToTxnRequest_0(buf, p):
-    o = new(AddOffsetsToTxnRequest)
+    end = len(buf)
     try:
+        o0 = new(AddOffsetsToTxnRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('AddOffsetsToTxnRequest', 0, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 0, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.producer_id, o0.producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('AddOffsetsToTxnRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddOffsetsToTxnRequest_1(buf, p):
-    o = new(AddOffsetsToTxnRequest)
+    end = len(buf)
     try:
+        o0 = new(AddOffsetsToTxnRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('AddOffsetsToTxnRequest', 1, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 1, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.producer_id, o0.producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('AddOffsetsToTxnRequest', 1, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddOffsetsToTxnRequest_2(buf, p):
-    o = new(AddOffsetsToTxnRequest)
+    end = len(buf)
     try:
+        o0 = new(AddOffsetsToTxnRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('AddOffsetsToTxnRequest', 2, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 2, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.producer_id, o0.producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('AddOffsetsToTxnRequest', 2, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddOffsetsToTxnRequest_3(buf, p):
-    o = new(AddOffsetsToTxnRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(AddOffsetsToTxnRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, k = _S_2.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddOffsetsToTxnRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddOffsetsToTxnRequest_4(buf, p):
-    o = new(AddOffsetsToTxnRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(AddOffsetsToTxnRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, k = _S_2.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddOffsetsToTxnRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AddOffsetsToTxnRequest_0(o, b, h):
     s = o.transactional_id
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.producer_id, o.producer_epoch)
+    b += _S_3.pack(o.producer_id, o.producer_epoch)
     s = o.group_id
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -262,7 +311,7 @@ def _e_AddOffsetsToTxnRequest_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.producer_id, o.producer_epoch)
+    b += _S_3.pack(o.producer_id, o.producer_epoch)
     s = o.group_id
     s = s.encode()
     n = len(s) + 1
@@ -298,98 +347,103 @@ class AddOffsetsToTxnResponse(KafkaMessage):
 
 
 def _d_AddOffsetsToTxnResponse_0(buf, p):
-    o = new(AddOffsetsToTxnResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(AddOffsetsToTxnResponse)
+        o0.throttle_time_ms, o0.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddOffsetsToTxnResponse_1(buf, p):
-    o = new(AddOffsetsToTxnResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(AddOffsetsToTxnResponse)
+        o0.throttle_time_ms, o0.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddOffsetsToTxnResponse_2(buf, p):
-    o = new(AddOffsetsToTxnResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(AddOffsetsToTxnResponse)
+        o0.throttle_time_ms, o0.error_code = _S_4.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddOffsetsToTxnResponse_3(buf, p):
-    o = new(AddOffsetsToTxnResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(AddOffsetsToTxnResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_5.unpack_from(buf, p)
         p += 6
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddOffsetsToTxnResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddOffsetsToTxnResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddOffsetsToTxnResponse_4(buf, p):
-    o = new(AddOffsetsToTxnResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(AddOffsetsToTxnResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_5.unpack_from(buf, p)
         p += 6
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddOffsetsToTxnResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddOffsetsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddOffsetsToTxnResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AddOffsetsToTxnResponse_0(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_4.pack(o.throttle_time_ms, o.error_code)
 
 def _e_AddOffsetsToTxnResponse_3(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_4.pack(o.throttle_time_ms, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

@@ -12,14 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>h')
-_S_1 = _Struct('>qh')
+_S_1 = _Struct('>qhi')
 _S_2 = _Struct('>i')
-_S_3 = _Struct('>qh?')
-_S_4 = _Struct('>ih')
+_S_3 = _Struct('>qhB')
+_S_4 = _Struct('>qh?B')
+_S_5 = _Struct('>qh')
+_S_6 = _Struct('>qh?')
+_S_7 = _Struct('>ii')
+_S_8 = _Struct('>ih')
+_S_9 = _Struct('>iB')
+_S_10 = _Struct('>ihB')
 
 
 class _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(KafkaStruct):
@@ -68,265 +91,205 @@ class AddPartitionsToTxnRequest(KafkaMessage):
 AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction = _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction
 AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
 
-def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(buf, p):
-    o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AddPartitionsToTxnRequest_0(buf, p):
-    o = new(AddPartitionsToTxnRequest)
-    o.transactions = []
+    end = len(buf)
     try:
+        o0 = new(AddPartitionsToTxnRequest)
+        o0.transactions = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'null string in V3AndBelowTransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'V3AndBelowTransactionalId runs past the frame')
-            o.v3_and_below_transactional_id = str(buf[p:q], 'utf-8')
+            o0.v3_and_below_transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0.v3_and_below_producer_id, o0.v3_and_below_producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'null array in V3AndBelowTopics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'array V3AndBelowTopics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(buf, p)
-                app(e)
-            o.v3_and_below_topics = lst
-        o.unknown_tags = None
+                o1 = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('AddPartitionsToTxnRequest', 0, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.v3_and_below_topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf, p):
-    o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnRequest_1(buf, p):
-    o = new(AddPartitionsToTxnRequest)
-    o.transactions = []
+    end = len(buf)
     try:
+        o0 = new(AddPartitionsToTxnRequest)
+        o0.transactions = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'null string in V3AndBelowTransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'V3AndBelowTransactionalId runs past the frame')
-            o.v3_and_below_transactional_id = str(buf[p:q], 'utf-8')
+            o0.v3_and_below_transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0.v3_and_below_producer_id, o0.v3_and_below_producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'null array in V3AndBelowTopics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'array V3AndBelowTopics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_1(buf, p)
-                app(e)
-            o.v3_and_below_topics = lst
-        o.unknown_tags = None
+                o1 = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('AddPartitionsToTxnRequest', 1, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.v3_and_below_topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_2(buf, p):
-    o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnRequest_2(buf, p):
-    o = new(AddPartitionsToTxnRequest)
-    o.transactions = []
+    end = len(buf)
     try:
+        o0 = new(AddPartitionsToTxnRequest)
+        o0.transactions = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'null string in V3AndBelowTransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'V3AndBelowTransactionalId runs past the frame')
-            o.v3_and_below_transactional_id = str(buf[p:q], 'utf-8')
+            o0.v3_and_below_transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0.v3_and_below_producer_id, o0.v3_and_below_producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'null array in V3AndBelowTopics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'array V3AndBelowTopics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_2(buf, p)
-                app(e)
-            o.v3_and_below_topics = lst
-        o.unknown_tags = None
+                o1 = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('AddPartitionsToTxnRequest', 2, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.v3_and_below_topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_3(buf, p):
-    o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnRequest_3(buf, p):
-    o = new(AddPartitionsToTxnRequest)
-    o.transactions = []
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null string in V3AndBelowTransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(AddPartitionsToTxnRequest)
+        o0.transactions = []
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'V3AndBelowTransactionalId runs past the frame')
-            o.v3_and_below_transactional_id = str(buf[p:q], 'utf-8')
+            o0.v3_and_below_transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null string in V3AndBelowTransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'V3AndBelowTransactionalId runs past the frame')
+                o0.v3_and_below_transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.v3_and_below_producer_id, o0.v3_and_below_producer_epoch, k = _S_3.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -334,159 +297,109 @@ def _d_AddPartitionsToTxnRequest_3(buf, p):
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null array in V3AndBelowTopics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'array V3AndBelowTopics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_3(buf, p)
-                app(e)
-            o.v3_and_below_topics = lst
+                o1 = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.v3_and_below_topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddPartitionsToTxnRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_4(buf, p):
-    o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_4(buf, p):
-    o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.producer_id, o.producer_epoch, o.verify_only = _S_3.unpack_from(buf, p)
-        p += 11
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnRequest_4(buf, p):
-    o = new(AddPartitionsToTxnRequest)
-    o.v3_and_below_transactional_id = ''
-    o.v3_and_below_producer_id = 0
-    o.v3_and_below_producer_epoch = 0
-    o.v3_and_below_topics = []
+    end = len(buf)
     try:
+        o0 = new(AddPartitionsToTxnRequest)
+        o0.v3_and_below_transactional_id = ''
+        o0.v3_and_below_producer_id = 0
+        o0.v3_and_below_producer_epoch = 0
+        o0.v3_and_below_topics = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -496,159 +409,170 @@ def _d_AddPartitionsToTxnRequest_4(buf, p):
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null array in Transactions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'array Transactions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_4(buf, p)
-                app(e)
-            o.transactions = lst
+                o1 = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'TransactionalId runs past the frame')
+                    o1.transactional_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null string in TransactionalId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'TransactionalId runs past the frame')
+                        o1.transactional_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.producer_id, o1.producer_epoch, o1.verify_only, k = _S_4.unpack_from(buf, p)
+                p += 11
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.transactions = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddPartitionsToTxnRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_5(buf, p):
-    o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_5(buf, p):
-    o = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.producer_id, o.producer_epoch, o.verify_only = _S_3.unpack_from(buf, p)
-        p += 11
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnRequest_5(buf, p):
-    o = new(AddPartitionsToTxnRequest)
-    o.v3_and_below_transactional_id = ''
-    o.v3_and_below_producer_id = 0
-    o.v3_and_below_producer_epoch = 0
-    o.v3_and_below_topics = []
+    end = len(buf)
     try:
+        o0 = new(AddPartitionsToTxnRequest)
+        o0.v3_and_below_transactional_id = ''
+        o0.v3_and_below_producer_id = 0
+        o0.v3_and_below_producer_epoch = 0
+        o0.v3_and_below_topics = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -658,37 +582,161 @@ def _d_AddPartitionsToTxnRequest_5(buf, p):
         if n < 0:
             raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null array in Transactions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'array Transactions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_5(buf, p)
-                app(e)
-            o.transactions = lst
+                o1 = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'TransactionalId runs past the frame')
+                    o1.transactional_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null string in TransactionalId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'TransactionalId runs past the frame')
+                        o1.transactional_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.producer_id, o1.producer_epoch, o1.verify_only, k = _S_4.unpack_from(buf, p)
+                p += 11
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.transactions = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddPartitionsToTxnRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_0(o, b, h):
     s = o.name
@@ -704,7 +752,7 @@ def _e_AddPartitionsToTxnRequest_0(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
+    b += _S_5.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     lst = o.v3_and_below_topics
     b += _S_2.pack(len(lst))
     for e in lst:
@@ -741,7 +789,7 @@ def _e_AddPartitionsToTxnRequest_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
+    b += _S_5.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
     lst = o.v3_and_below_topics
     n = len(lst) + 1
     if n < 128:
@@ -765,7 +813,7 @@ def _e_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.producer_id, o.producer_epoch, o.verify_only)
+    b += _S_6.pack(o.producer_id, o.producer_epoch, o.verify_only)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -853,300 +901,169 @@ AddPartitionsToTxnResponse.AddPartitionsToTxnResult = _AddPartitionsToTxnRespons
 AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
 AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
 
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-    try:
-        o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'null array in ResultsByPartition')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'array ResultsByPartition longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0(buf, p)
-                app(e)
-            o.results_by_partition = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AddPartitionsToTxnResponse_0(buf, p):
-    o = new(AddPartitionsToTxnResponse)
-    o.error_code = 0
-    o.results_by_transaction = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0 = new(AddPartitionsToTxnResponse)
+        o0.error_code = 0
+        o0.results_by_transaction = []
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'null array in ResultsByTopicV3AndBelow')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'array ResultsByTopicV3AndBelow longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0(buf, p)
-                app(e)
-            o.results_by_topic_v3_and_below = lst
-        o.unknown_tags = None
+                o1 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'null array in ResultsByPartition')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'array ResultsByPartition longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+                        o2.partition_index, o2.partition_error_code = _S_8.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.results_by_partition = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results_by_topic_v3_and_below = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-    try:
-        o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'null array in ResultsByPartition')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'array ResultsByPartition longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(buf, p)
-                app(e)
-            o.results_by_partition = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnResponse_1(buf, p):
-    o = new(AddPartitionsToTxnResponse)
-    o.error_code = 0
-    o.results_by_transaction = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0 = new(AddPartitionsToTxnResponse)
+        o0.error_code = 0
+        o0.results_by_transaction = []
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'null array in ResultsByTopicV3AndBelow')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'array ResultsByTopicV3AndBelow longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_1(buf, p)
-                app(e)
-            o.results_by_topic_v3_and_below = lst
-        o.unknown_tags = None
+                o1 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'null array in ResultsByPartition')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'array ResultsByPartition longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+                        o2.partition_index, o2.partition_error_code = _S_8.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.results_by_partition = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results_by_topic_v3_and_below = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_2(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-    try:
-        o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_2(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'null array in ResultsByPartition')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'array ResultsByPartition longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_2(buf, p)
-                app(e)
-            o.results_by_partition = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnResponse_2(buf, p):
-    o = new(AddPartitionsToTxnResponse)
-    o.error_code = 0
-    o.results_by_transaction = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0 = new(AddPartitionsToTxnResponse)
+        o0.error_code = 0
+        o0.results_by_transaction = []
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'null array in ResultsByTopicV3AndBelow')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'array ResultsByTopicV3AndBelow longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_2(buf, p)
-                app(e)
-            o.results_by_topic_v3_and_below = lst
-        o.unknown_tags = None
+                o1 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'null array in ResultsByPartition')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'array ResultsByPartition longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+                        o2.partition_index, o2.partition_error_code = _S_8.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.results_by_partition = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results_by_topic_v3_and_below = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_3(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-    try:
-        o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_3(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'null array in ResultsByPartition')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'array ResultsByPartition longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_3(buf, p)
-                app(e)
-            o.results_by_partition = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnResponse_3(buf, p):
-    o = new(AddPartitionsToTxnResponse)
-    o.error_code = 0
-    o.results_by_transaction = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
+        o0 = new(AddPartitionsToTxnResponse)
+        o0.error_code = 0
+        o0.results_by_transaction = []
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1154,191 +1071,128 @@ def _d_AddPartitionsToTxnResponse_3(buf, p):
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'null array in ResultsByTopicV3AndBelow')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'array ResultsByTopicV3AndBelow longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_3(buf, p)
-                app(e)
-            o.results_by_topic_v3_and_below = lst
+                o1 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'null array in ResultsByPartition')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'array ResultsByPartition longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+                        o2.partition_index, o2.partition_error_code, k = _S_10.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.results_by_partition = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results_by_topic_v3_and_below = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_4(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-    try:
-        o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_4(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null array in ResultsByPartition')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'array ResultsByPartition longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_4(buf, p)
-                app(e)
-            o.results_by_partition = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_4(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null array in TopicResults')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'array TopicResults longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_4(buf, p)
-                app(e)
-            o.topic_results = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnResponse_4(buf, p):
-    o = new(AddPartitionsToTxnResponse)
-    o.results_by_topic_v3_and_below = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(AddPartitionsToTxnResponse)
+        o0.results_by_topic_v3_and_below = []
+        o0.throttle_time_ms, o0.error_code, k = _S_10.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1346,191 +1200,187 @@ def _d_AddPartitionsToTxnResponse_4(buf, p):
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null array in ResultsByTransaction')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'array ResultsByTransaction longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_4(buf, p)
-                app(e)
-            o.results_by_transaction = lst
+                o1 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'TransactionalId runs past the frame')
+                    o1.transactional_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null string in TransactionalId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'TransactionalId runs past the frame')
+                        o1.transactional_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null array in TopicResults')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'array TopicResults longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'null array in ResultsByPartition')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'array ResultsByPartition longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+                                o3.partition_index, o3.partition_error_code, k = _S_10.unpack_from(buf, p)
+                                p += 6
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.results_by_partition = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topic_results = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results_by_transaction = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_5(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-    try:
-        o.partition_index, o.partition_error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_5(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null array in ResultsByPartition')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'array ResultsByPartition longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_5(buf, p)
-                app(e)
-            o.results_by_partition = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_5(buf, p):
-    o = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null array in TopicResults')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'array TopicResults longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_5(buf, p)
-                app(e)
-            o.topic_results = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddPartitionsToTxnResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddPartitionsToTxnResponse_5(buf, p):
-    o = new(AddPartitionsToTxnResponse)
-    o.results_by_topic_v3_and_below = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(AddPartitionsToTxnResponse)
+        o0.results_by_topic_v3_and_below = []
+        o0.throttle_time_ms, o0.error_code, k = _S_10.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1538,40 +1388,180 @@ def _d_AddPartitionsToTxnResponse_5(buf, p):
         if n < 0:
             raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null array in ResultsByTransaction')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'array ResultsByTransaction longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_5(buf, p)
-                app(e)
-            o.results_by_transaction = lst
+                o1 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'TransactionalId runs past the frame')
+                    o1.transactional_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null string in TransactionalId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'TransactionalId runs past the frame')
+                        o1.transactional_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null array in TopicResults')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'array TopicResults longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'null array in ResultsByPartition')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'array ResultsByPartition longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+                                o3.partition_index, o3.partition_error_code, k = _S_10.unpack_from(buf, p)
+                                p += 6
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.results_by_partition = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topic_results = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results_by_transaction = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddPartitionsToTxnResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0(o, b, h):
-    b += _S_4.pack(o.partition_index, o.partition_error_code)
+    b += _S_8.pack(o.partition_index, o.partition_error_code)
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0(o, b, h):
     s = o.name
@@ -1591,7 +1581,7 @@ def _e_AddPartitionsToTxnResponse_0(o, b, h):
         _e_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_0(e, b, h)
 
 def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_3(o, b, h):
-    b += _S_4.pack(o.partition_index, o.partition_error_code)
+    b += _S_8.pack(o.partition_index, o.partition_error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1661,7 +1651,7 @@ def _e_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_4(o, b, h):
         b.append(0)
 
 def _e_AddPartitionsToTxnResponse_4(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_8.pack(o.throttle_time_ms, o.error_code)
     lst = o.results_by_transaction
     n = len(lst) + 1
     if n < 128:

@@ -12,13 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>ii16s')
-_S_1 = _Struct('>H')
-_S_2 = _Struct('>?')
-_S_3 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>ii16sB')
+_S_1 = _Struct('>HB')
+_S_2 = _Struct('>?B')
+_S_3 = _Struct('>ii16s')
+_S_4 = _Struct('>H')
+_S_5 = _Struct('>?')
+_S_6 = _Struct('>ihB')
+_S_7 = _Struct('>ih')
 
 
 class _AddRaftVoterRequest_Listener(KafkaStruct):
@@ -54,85 +75,37 @@ class AddRaftVoterRequest(KafkaMessage):
 
 AddRaftVoterRequest.Listener = _AddRaftVoterRequest_Listener
 
-def _d_AddRaftVoterRequest_Listener_0(buf, p):
-    o = new(_AddRaftVoterRequest_Listener)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddRaftVoterRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddRaftVoterRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddRaftVoterRequest', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddRaftVoterRequest', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddRaftVoterRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddRaftVoterRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddRaftVoterRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AddRaftVoterRequest_0(buf, p):
-    o = new(AddRaftVoterRequest)
-    o.ack_when_committed = True
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.cluster_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(AddRaftVoterRequest)
+        o0.ack_when_committed = True
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddRaftVoterRequest', 0, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.timeout_ms, o.voter_id, o.voter_directory_id = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.cluster_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddRaftVoterRequest', 0, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.timeout_ms, o0.voter_id, o0.voter_directory_id, k = _S_0.unpack_from(buf, p)
         p += 24
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -140,116 +113,134 @@ def _d_AddRaftVoterRequest_0(buf, p):
         if n < 0:
             raise DecodeError('AddRaftVoterRequest', 0, p, 'null array in Listeners')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddRaftVoterRequest', 0, p, 'array Listeners longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddRaftVoterRequest_Listener_0(buf, p)
-                app(e)
-            o.listeners = lst
+                o1 = new(_AddRaftVoterRequest_Listener)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddRaftVoterRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddRaftVoterRequest', 0, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddRaftVoterRequest', 0, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddRaftVoterRequest', 0, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddRaftVoterRequest', 0, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddRaftVoterRequest', 0, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_1.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AddRaftVoterRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AddRaftVoterRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.listeners = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddRaftVoterRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddRaftVoterRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AddRaftVoterRequest_Listener_1(buf, p):
-    o = new(_AddRaftVoterRequest_Listener)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddRaftVoterRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddRaftVoterRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AddRaftVoterRequest', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AddRaftVoterRequest', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AddRaftVoterRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AddRaftVoterRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AddRaftVoterRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddRaftVoterRequest_1(buf, p):
-    o = new(AddRaftVoterRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.cluster_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(AddRaftVoterRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddRaftVoterRequest', 1, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.timeout_ms, o.voter_id, o.voter_directory_id = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.cluster_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddRaftVoterRequest', 1, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.timeout_ms, o0.voter_id, o0.voter_directory_id, k = _S_0.unpack_from(buf, p)
         p += 24
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -257,39 +248,105 @@ def _d_AddRaftVoterRequest_1(buf, p):
         if n < 0:
             raise DecodeError('AddRaftVoterRequest', 1, p, 'null array in Listeners')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AddRaftVoterRequest', 1, p, 'array Listeners longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AddRaftVoterRequest_Listener_1(buf, p)
-                app(e)
-            o.listeners = lst
-        o.ack_when_committed, = _S_2.unpack_from(buf, p)
+                o1 = new(_AddRaftVoterRequest_Listener)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddRaftVoterRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddRaftVoterRequest', 1, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddRaftVoterRequest', 1, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AddRaftVoterRequest', 1, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AddRaftVoterRequest', 1, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AddRaftVoterRequest', 1, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_1.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AddRaftVoterRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AddRaftVoterRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.listeners = lst0
+        o0.ack_when_committed, k = _S_2.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddRaftVoterRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddRaftVoterRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AddRaftVoterRequest_Listener_0(o, b, h):
     s = o.name
@@ -308,7 +365,7 @@ def _e_AddRaftVoterRequest_Listener_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.port)
+    b += _S_4.pack(o.port)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -327,7 +384,7 @@ def _e_AddRaftVoterRequest_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
+    b += _S_3.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
     lst = o.listeners
     n = len(lst) + 1
     if n < 128:
@@ -354,7 +411,7 @@ def _e_AddRaftVoterRequest_1(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
+    b += _S_3.pack(o.timeout_ms, o.voter_id, o.voter_directory_id)
     lst = o.listeners
     n = len(lst) + 1
     if n < 128:
@@ -363,7 +420,7 @@ def _e_AddRaftVoterRequest_1(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_AddRaftVoterRequest_Listener_0(e, b, h)
-    b += _S_2.pack(o.ack_when_committed)
+    b += _S_5.pack(o.ack_when_committed)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -392,93 +449,109 @@ class AddRaftVoterResponse(KafkaMessage):
 
 
 def _d_AddRaftVoterResponse_0(buf, p):
-    o = new(AddRaftVoterResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(AddRaftVoterResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddRaftVoterResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddRaftVoterResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddRaftVoterResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddRaftVoterResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AddRaftVoterResponse_1(buf, p):
-    o = new(AddRaftVoterResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(AddRaftVoterResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AddRaftVoterResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AddRaftVoterResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AddRaftVoterResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AddRaftVoterResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AddRaftVoterResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AddRaftVoterResponse_0(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_7.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

@@ -12,13 +12,36 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
 _S_2 = _Struct('>d?')
 _S_3 = _Struct('>?')
+_S_4 = _Struct('>d?B')
+_S_5 = _Struct('>?B')
+_S_6 = _Struct('>ii')
+_S_7 = _Struct('>hh')
+_S_8 = _Struct('>iB')
+_S_9 = _Struct('>hB')
 
 
 class _AlterClientQuotasRequest_EntityData(KafkaStruct):
@@ -74,273 +97,95 @@ AlterClientQuotasRequest.EntityData = _AlterClientQuotasRequest_EntityData
 AlterClientQuotasRequest.OpData = _AlterClientQuotasRequest_OpData
 AlterClientQuotasRequest.EntryData = _AlterClientQuotasRequest_EntryData
 
-def _d_AlterClientQuotasRequest_EntityData_0(buf, p):
-    o = new(_AlterClientQuotasRequest_EntityData)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterClientQuotasRequest', 0, p, 'null string in EntityType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasRequest', 0, p, 'EntityType runs past the frame')
-            o.entity_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.entity_name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasRequest', 0, p, 'EntityName runs past the frame')
-            o.entity_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterClientQuotasRequest_OpData_0(buf, p):
-    o = new(_AlterClientQuotasRequest_OpData)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterClientQuotasRequest', 0, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasRequest', 0, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        o.value, o.remove = _S_2.unpack_from(buf, p)
-        p += 9
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterClientQuotasRequest_EntryData_0(buf, p):
-    o = new(_AlterClientQuotasRequest_EntryData)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterClientQuotasRequest', 0, p, 'null array in Entity')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterClientQuotasRequest', 0, p, 'array Entity longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterClientQuotasRequest_EntityData_0(buf, p)
-                app(e)
-            o.entity = lst
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterClientQuotasRequest', 0, p, 'null array in Ops')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterClientQuotasRequest', 0, p, 'array Ops longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterClientQuotasRequest_OpData_0(buf, p)
-                app(e)
-            o.ops = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterClientQuotasRequest_0(buf, p):
-    o = new(AlterClientQuotasRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterClientQuotasRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('AlterClientQuotasRequest', 0, p, 'null array in Entries')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterClientQuotasRequest', 0, p, 'array Entries longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterClientQuotasRequest_EntryData_0(buf, p)
-                app(e)
-            o.entries = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_AlterClientQuotasRequest_EntryData)
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterClientQuotasRequest', 0, p, 'null array in Entity')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterClientQuotasRequest', 0, p, 'array Entity longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterClientQuotasRequest_EntityData)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('AlterClientQuotasRequest', 0, p, 'null string in EntityType')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasRequest', 0, p, 'EntityType runs past the frame')
+                            o2.entity_type = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.entity_name = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasRequest', 0, p, 'EntityName runs past the frame')
+                            o2.entity_name = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.entity = lst1
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterClientQuotasRequest', 0, p, 'null array in Ops')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterClientQuotasRequest', 0, p, 'array Ops longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterClientQuotasRequest_OpData)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('AlterClientQuotasRequest', 0, p, 'null string in Key')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasRequest', 0, p, 'Key runs past the frame')
+                            o2.key = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.value, o2.remove = _S_2.unpack_from(buf, p)
+                        p += 9
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.ops = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.entries = lst0
+        o0.validate_only, = _S_3.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterClientQuotasRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterClientQuotasRequest_EntityData_1(buf, p):
-    o = new(_AlterClientQuotasRequest_EntityData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterClientQuotasRequest', 1, p, 'null string in EntityType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasRequest', 1, p, 'EntityType runs past the frame')
-            o.entity_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.entity_name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasRequest', 1, p, 'EntityName runs past the frame')
-            o.entity_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterClientQuotasRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterClientQuotasRequest_OpData_1(buf, p):
-    o = new(_AlterClientQuotasRequest_OpData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterClientQuotasRequest', 1, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasRequest', 1, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        o.value, o.remove = _S_2.unpack_from(buf, p)
-        p += 9
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterClientQuotasRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterClientQuotasRequest_EntryData_1(buf, p):
-    o = new(_AlterClientQuotasRequest_EntryData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterClientQuotasRequest', 1, p, 'null array in Entity')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterClientQuotasRequest', 1, p, 'array Entity longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterClientQuotasRequest_EntityData_1(buf, p)
-                app(e)
-            o.entity = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterClientQuotasRequest', 1, p, 'null array in Ops')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterClientQuotasRequest', 1, p, 'array Ops longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterClientQuotasRequest_OpData_1(buf, p)
-                app(e)
-            o.ops = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterClientQuotasRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterClientQuotasRequest_1(buf, p):
-    o = new(AlterClientQuotasRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterClientQuotasRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -350,39 +195,201 @@ def _d_AlterClientQuotasRequest_1(buf, p):
         if n < 0:
             raise DecodeError('AlterClientQuotasRequest', 1, p, 'null array in Entries')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterClientQuotasRequest', 1, p, 'array Entries longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterClientQuotasRequest_EntryData_1(buf, p)
-                app(e)
-            o.entries = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_AlterClientQuotasRequest_EntryData)
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'null array in Entity')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterClientQuotasRequest', 1, p, 'array Entity longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterClientQuotasRequest_EntityData)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasRequest', 1, p, 'EntityType runs past the frame')
+                            o2.entity_type = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AlterClientQuotasRequest', 1, p, 'null string in EntityType')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'EntityType runs past the frame')
+                                o2.entity_type = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasRequest', 1, p, 'EntityName runs past the frame')
+                            o2.entity_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.entity_name = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'EntityName runs past the frame')
+                                o2.entity_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterClientQuotasRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.entity = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'null array in Ops')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterClientQuotasRequest', 1, p, 'array Ops longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterClientQuotasRequest_OpData)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasRequest', 1, p, 'Key runs past the frame')
+                            o2.key = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AlterClientQuotasRequest', 1, p, 'null string in Key')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'Key runs past the frame')
+                                o2.key = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.value, o2.remove, k = _S_4.unpack_from(buf, p)
+                        p += 9
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterClientQuotasRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterClientQuotasRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.ops = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterClientQuotasRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterClientQuotasRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.entries = lst0
+        o0.validate_only, k = _S_5.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterClientQuotasRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterClientQuotasRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterClientQuotasRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterClientQuotasRequest_EntityData_0(o, b, h):
     s = o.entity_type
@@ -547,212 +554,81 @@ class AlterClientQuotasResponse(KafkaMessage):
 AlterClientQuotasResponse.EntityData = _AlterClientQuotasResponse_EntityData
 AlterClientQuotasResponse.EntryData = _AlterClientQuotasResponse_EntryData
 
-def _d_AlterClientQuotasResponse_EntityData_0(buf, p):
-    o = new(_AlterClientQuotasResponse_EntityData)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterClientQuotasResponse', 0, p, 'null string in EntityType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasResponse', 0, p, 'EntityType runs past the frame')
-            o.entity_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.entity_name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasResponse', 0, p, 'EntityName runs past the frame')
-            o.entity_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterClientQuotasResponse_EntryData_0(buf, p):
-    o = new(_AlterClientQuotasResponse_EntryData)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterClientQuotasResponse', 0, p, 'null array in Entity')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterClientQuotasResponse', 0, p, 'array Entity longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterClientQuotasResponse_EntityData_0(buf, p)
-                app(e)
-            o.entity = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterClientQuotasResponse_0(buf, p):
-    o = new(AlterClientQuotasResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(AlterClientQuotasResponse)
+        o0.throttle_time_ms, n = _S_6.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('AlterClientQuotasResponse', 0, p, 'null array in Entries')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterClientQuotasResponse', 0, p, 'array Entries longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterClientQuotasResponse_EntryData_0(buf, p)
-                app(e)
-            o.entries = lst
-        o.unknown_tags = None
+                o1 = new(_AlterClientQuotasResponse_EntryData)
+                o1.error_code, n = _S_7.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterClientQuotasResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterClientQuotasResponse', 0, p, 'null array in Entity')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterClientQuotasResponse', 0, p, 'array Entity longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterClientQuotasResponse_EntityData)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('AlterClientQuotasResponse', 0, p, 'null string in EntityType')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasResponse', 0, p, 'EntityType runs past the frame')
+                            o2.entity_type = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.entity_name = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasResponse', 0, p, 'EntityName runs past the frame')
+                            o2.entity_name = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.entity = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.entries = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterClientQuotasResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterClientQuotasResponse_EntityData_1(buf, p):
-    o = new(_AlterClientQuotasResponse_EntityData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterClientQuotasResponse', 1, p, 'null string in EntityType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasResponse', 1, p, 'EntityType runs past the frame')
-            o.entity_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.entity_name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasResponse', 1, p, 'EntityName runs past the frame')
-            o.entity_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterClientQuotasResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterClientQuotasResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterClientQuotasResponse_EntryData_1(buf, p):
-    o = new(_AlterClientQuotasResponse_EntryData)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterClientQuotasResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterClientQuotasResponse', 1, p, 'null array in Entity')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterClientQuotasResponse', 1, p, 'array Entity longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterClientQuotasResponse_EntityData_1(buf, p)
-                app(e)
-            o.entity = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterClientQuotasResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterClientQuotasResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterClientQuotasResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterClientQuotasResponse_1(buf, p):
-    o = new(AlterClientQuotasResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(AlterClientQuotasResponse)
+        o0.throttle_time_ms, k = _S_8.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -760,37 +636,161 @@ def _d_AlterClientQuotasResponse_1(buf, p):
         if n < 0:
             raise DecodeError('AlterClientQuotasResponse', 1, p, 'null array in Entries')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterClientQuotasResponse', 1, p, 'array Entries longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterClientQuotasResponse_EntryData_1(buf, p)
-                app(e)
-            o.entries = lst
+                o1 = new(_AlterClientQuotasResponse_EntryData)
+                o1.error_code, k = _S_9.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterClientQuotasResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterClientQuotasResponse', 1, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterClientQuotasResponse', 1, p, 'null array in Entity')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterClientQuotasResponse', 1, p, 'array Entity longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterClientQuotasResponse_EntityData)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasResponse', 1, p, 'EntityType runs past the frame')
+                            o2.entity_type = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AlterClientQuotasResponse', 1, p, 'null string in EntityType')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterClientQuotasResponse', 1, p, 'EntityType runs past the frame')
+                                o2.entity_type = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterClientQuotasResponse', 1, p, 'EntityName runs past the frame')
+                            o2.entity_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.entity_name = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterClientQuotasResponse', 1, p, 'EntityName runs past the frame')
+                                o2.entity_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterClientQuotasResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterClientQuotasResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.entity = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterClientQuotasResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterClientQuotasResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.entries = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterClientQuotasResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterClientQuotasResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterClientQuotasResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterClientQuotasResponse_EntityData_0(o, b, h):
     s = o.entity_type

@@ -12,13 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>i')
-_S_1 = _Struct('>b')
+_S_1 = _Struct('>bh')
 _S_2 = _Struct('>h')
 _S_3 = _Struct('>?')
+_S_4 = _Struct('>bB')
+_S_5 = _Struct('>?B')
+_S_6 = _Struct('>b')
+_S_7 = _Struct('>ii')
+_S_8 = _Struct('>hh')
+_S_9 = _Struct('>iB')
+_S_10 = _Struct('>hB')
 
 
 class _AlterConfigsRequest_AlterableConfig(KafkaStruct):
@@ -62,292 +86,148 @@ class AlterConfigsRequest(KafkaMessage):
 AlterConfigsRequest.AlterableConfig = _AlterConfigsRequest_AlterableConfig
 AlterConfigsRequest.AlterConfigsResource = _AlterConfigsRequest_AlterConfigsResource
 
-def _d_AlterConfigsRequest_AlterableConfig_0(buf, p):
-    o = new(_AlterConfigsRequest_AlterableConfig)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 0, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterConfigsRequest_AlterConfigsResource_0(buf, p):
-    o = new(_AlterConfigsRequest_AlterConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 0, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterConfigsRequest', 0, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterConfigsRequest_AlterableConfig_0(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterConfigsRequest_0(buf, p):
-    o = new(AlterConfigsRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterConfigsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('AlterConfigsRequest', 0, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterConfigsRequest', 0, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterConfigsRequest_AlterConfigsResource_0(buf, p)
-                app(e)
-            o.resources = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_AlterConfigsRequest_AlterConfigsResource)
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('AlterConfigsRequest', 0, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterConfigsRequest', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterConfigsRequest', 0, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterConfigsRequest', 0, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterConfigsRequest_AlterableConfig)
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('AlterConfigsRequest', 0, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterConfigsRequest', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterConfigsRequest', 0, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.validate_only, = _S_3.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterConfigsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterConfigsRequest_AlterableConfig_1(buf, p):
-    o = new(_AlterConfigsRequest_AlterableConfig)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 1, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterConfigsRequest_AlterConfigsResource_1(buf, p):
-    o = new(_AlterConfigsRequest_AlterConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 1, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterConfigsRequest', 1, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterConfigsRequest_AlterableConfig_1(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterConfigsRequest_1(buf, p):
-    o = new(AlterConfigsRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterConfigsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('AlterConfigsRequest', 1, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterConfigsRequest', 1, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterConfigsRequest_AlterConfigsResource_1(buf, p)
-                app(e)
-            o.resources = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_AlterConfigsRequest_AlterConfigsResource)
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('AlterConfigsRequest', 1, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterConfigsRequest', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterConfigsRequest', 1, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterConfigsRequest', 1, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterConfigsRequest_AlterableConfig)
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('AlterConfigsRequest', 1, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterConfigsRequest', 1, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterConfigsRequest', 1, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.validate_only, = _S_3.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterConfigsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterConfigsRequest_AlterableConfig_2(buf, p):
-    o = new(_AlterConfigsRequest_AlterableConfig)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 2, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterConfigsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterConfigsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterConfigsRequest_AlterConfigsResource_2(buf, p):
-    o = new(_AlterConfigsRequest_AlterConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 2, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsRequest', 2, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterConfigsRequest', 2, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterConfigsRequest', 2, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterConfigsRequest_AlterableConfig_2(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterConfigsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterConfigsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterConfigsRequest_2(buf, p):
-    o = new(AlterConfigsRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterConfigsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -357,39 +237,163 @@ def _d_AlterConfigsRequest_2(buf, p):
         if n < 0:
             raise DecodeError('AlterConfigsRequest', 2, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterConfigsRequest', 2, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterConfigsRequest_AlterConfigsResource_2(buf, p)
-                app(e)
-            o.resources = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_AlterConfigsRequest_AlterConfigsResource)
+                o1.resource_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterConfigsRequest', 2, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterConfigsRequest', 2, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterConfigsRequest', 2, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterConfigsRequest', 2, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterConfigsRequest', 2, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterConfigsRequest_AlterableConfig)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterConfigsRequest', 2, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AlterConfigsRequest', 2, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterConfigsRequest', 2, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterConfigsRequest', 2, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterConfigsRequest', 2, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterConfigsRequest', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterConfigsRequest', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterConfigsRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterConfigsRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.resources = lst0
+        o0.validate_only, k = _S_5.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterConfigsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterConfigsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterConfigsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterConfigsRequest_AlterableConfig_0(o, b, h):
     s = o.name
@@ -405,7 +409,7 @@ def _e_AlterConfigsRequest_AlterableConfig_0(o, b, h):
         b += s
 
 def _e_AlterConfigsRequest_AlterConfigsResource_0(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -449,7 +453,7 @@ def _e_AlterConfigsRequest_AlterableConfig_2(o, b, h):
         b.append(0)
 
 def _e_AlterConfigsRequest_AlterConfigsResource_2(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1
@@ -522,182 +526,100 @@ class AlterConfigsResponse(KafkaMessage):
 
 AlterConfigsResponse.AlterConfigsResourceResponse = _AlterConfigsResponse_AlterConfigsResourceResponse
 
-def _d_AlterConfigsResponse_AlterConfigsResourceResponse_0(buf, p):
-    o = new(_AlterConfigsResponse_AlterConfigsResourceResponse)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterConfigsResponse', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsResponse', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterConfigsResponse_0(buf, p):
-    o = new(AlterConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(AlterConfigsResponse)
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('AlterConfigsResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterConfigsResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterConfigsResponse_AlterConfigsResourceResponse_0(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_AlterConfigsResponse_AlterConfigsResourceResponse)
+                o1.error_code, n = _S_8.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterConfigsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('AlterConfigsResponse', 0, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterConfigsResponse', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterConfigsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterConfigsResponse_AlterConfigsResourceResponse_1(buf, p):
-    o = new(_AlterConfigsResponse_AlterConfigsResourceResponse)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterConfigsResponse', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsResponse', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterConfigsResponse_1(buf, p):
-    o = new(AlterConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(AlterConfigsResponse)
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('AlterConfigsResponse', 1, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterConfigsResponse', 1, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterConfigsResponse_AlterConfigsResourceResponse_1(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_AlterConfigsResponse_AlterConfigsResourceResponse)
+                o1.error_code, n = _S_8.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterConfigsResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('AlterConfigsResponse', 1, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterConfigsResponse', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterConfigsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterConfigsResponse_AlterConfigsResourceResponse_2(buf, p):
-    o = new(_AlterConfigsResponse_AlterConfigsResourceResponse)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterConfigsResponse', 2, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterConfigsResponse', 2, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterConfigsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterConfigsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterConfigsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterConfigsResponse_2(buf, p):
-    o = new(AlterConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(AlterConfigsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -705,37 +627,103 @@ def _d_AlterConfigsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('AlterConfigsResponse', 2, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterConfigsResponse', 2, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterConfigsResponse_AlterConfigsResourceResponse_2(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_AlterConfigsResponse_AlterConfigsResourceResponse)
+                o1.error_code, k = _S_10.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterConfigsResponse', 2, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterConfigsResponse', 2, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.resource_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterConfigsResponse', 2, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterConfigsResponse', 2, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterConfigsResponse', 2, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterConfigsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterConfigsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterConfigsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterConfigsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterConfigsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterConfigsResponse_AlterConfigsResourceResponse_0(o, b, h):
     b += _S_2.pack(o.error_code)
@@ -746,7 +734,7 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_0(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -772,7 +760,7 @@ def _e_AlterConfigsResponse_AlterConfigsResourceResponse_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1

@@ -12,13 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
-_S_1 = _Struct('>i?')
-_S_2 = _Struct('>ih')
-_S_3 = _Struct('>i?h')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>i?B')
+_S_2 = _Struct('>i')
+_S_3 = _Struct('>i?')
+_S_4 = _Struct('>ihB')
+_S_5 = _Struct('>i?hB')
+_S_6 = _Struct('>ih')
+_S_7 = _Struct('>i?h')
 
 
 class _AlterPartitionReassignmentsRequest_ReassignablePartition(KafkaStruct):
@@ -62,114 +83,15 @@ class AlterPartitionReassignmentsRequest(KafkaMessage):
 AlterPartitionReassignmentsRequest.ReassignablePartition = _AlterPartitionReassignmentsRequest_ReassignablePartition
 AlterPartitionReassignmentsRequest.ReassignableTopic = _AlterPartitionReassignmentsRequest_ReassignableTopic
 
-def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf, p):
-    o = new(_AlterPartitionReassignmentsRequest_ReassignablePartition)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.replicas = None
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf, p):
-    o = new(_AlterPartitionReassignmentsRequest_ReassignableTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterPartitionReassignmentsRequest_0(buf, p):
-    o = new(AlterPartitionReassignmentsRequest)
-    o.allow_replication_factor_change = True
+    end = len(buf)
     try:
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(AlterPartitionReassignmentsRequest)
+        o0.allow_replication_factor_change = True
+        o0.timeout_ms, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -177,145 +99,147 @@ def _d_AlterPartitionReassignmentsRequest_0(buf, p):
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterPartitionReassignmentsRequest_ReassignableTopic_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_AlterPartitionReassignmentsRequest_ReassignableTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterPartitionReassignmentsRequest_ReassignablePartition)
+                        o2.partition_index, k = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.replicas = None
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterPartitionReassignmentsRequest_ReassignablePartition_1(buf, p):
-    o = new(_AlterPartitionReassignmentsRequest_ReassignablePartition)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.replicas = None
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterPartitionReassignmentsRequest_ReassignableTopic_1(buf, p):
-    o = new(_AlterPartitionReassignmentsRequest_ReassignableTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterPartitionReassignmentsRequest_ReassignablePartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterPartitionReassignmentsRequest_1(buf, p):
-    o = new(AlterPartitionReassignmentsRequest)
+    end = len(buf)
     try:
-        o.timeout_ms, o.allow_replication_factor_change = _S_1.unpack_from(buf, p)
+        o0 = new(AlterPartitionReassignmentsRequest)
+        o0.timeout_ms, o0.allow_replication_factor_change, k = _S_1.unpack_from(buf, p)
         p += 5
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -323,40 +247,141 @@ def _d_AlterPartitionReassignmentsRequest_1(buf, p):
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterPartitionReassignmentsRequest_ReassignableTopic_1(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_AlterPartitionReassignmentsRequest_ReassignableTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterPartitionReassignmentsRequest_ReassignablePartition)
+                        o2.partition_index, k = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.replicas = None
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterPartitionReassignmentsRequest_ReassignablePartition_0(o, b, h):
-    b += _S_0.pack(o.partition_index)
+    b += _S_2.pack(o.partition_index)
     lst = o.replicas
     if lst is None:
         b.append(0)
@@ -397,7 +422,7 @@ def _e_AlterPartitionReassignmentsRequest_ReassignableTopic_0(o, b, h):
         b.append(0)
 
 def _e_AlterPartitionReassignmentsRequest_0(o, b, h):
-    b += _S_0.pack(o.timeout_ms)
+    b += _S_2.pack(o.timeout_ms)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -413,7 +438,7 @@ def _e_AlterPartitionReassignmentsRequest_0(o, b, h):
         b.append(0)
 
 def _e_AlterPartitionReassignmentsRequest_1(o, b, h):
-    b += _S_1.pack(o.timeout_ms, o.allow_replication_factor_change)
+    b += _S_3.pack(o.timeout_ms, o.allow_replication_factor_change)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -476,127 +501,34 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
 AlterPartitionReassignmentsResponse.ReassignablePartitionResponse = _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse
 AlterPartitionReassignmentsResponse.ReassignableTopicResponse = _AlterPartitionReassignmentsResponse_ReassignableTopicResponse
 
-def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf, p):
-    o = new(_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
-    try:
-        o.partition_index, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf, p):
-    o = new(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterPartitionReassignmentsResponse_0(buf, p):
-    o = new(AlterPartitionReassignmentsResponse)
-    o.allow_replication_factor_change = True
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(AlterPartitionReassignmentsResponse)
+        o0.allow_replication_factor_change = True
+        o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -606,158 +538,167 @@ def _d_AlterPartitionReassignmentsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
+                        o2.partition_index, o2.error_code, k = _S_4.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_1(buf, p):
-    o = new(_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
-    try:
-        o.partition_index, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_1(buf, p):
-    o = new(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterPartitionReassignmentsResponse_1(buf, p):
-    o = new(AlterPartitionReassignmentsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.allow_replication_factor_change, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(AlterPartitionReassignmentsResponse)
+        o0.throttle_time_ms, o0.allow_replication_factor_change, o0.error_code, k = _S_5.unpack_from(buf, p)
         p += 7
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -767,40 +708,142 @@ def _d_AlterPartitionReassignmentsResponse_1(buf, p):
         if n < 0:
             raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_1(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
+                        o2.partition_index, o2.error_code, k = _S_4.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterPartitionReassignmentsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_0(o, b, h):
-    b += _S_2.pack(o.partition_index, o.error_code)
+    b += _S_6.pack(o.partition_index, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -842,7 +885,7 @@ def _e_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_0(o, b, h):
         b.append(0)
 
 def _e_AlterPartitionReassignmentsResponse_0(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_6.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -869,7 +912,7 @@ def _e_AlterPartitionReassignmentsResponse_0(o, b, h):
         b.append(0)
 
 def _e_AlterPartitionReassignmentsResponse_1(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.allow_replication_factor_change, o.error_code)
+    b += _S_7.pack(o.throttle_time_ms, o.allow_replication_factor_change, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

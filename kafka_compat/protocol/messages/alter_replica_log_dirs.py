@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>ih')
+_S_2 = _Struct('>ii')
+_S_3 = _Struct('>ih')
+_S_4 = _Struct('>iB')
+_S_5 = _Struct('>ihB')
 
 
 class _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(KafkaStruct):
@@ -59,279 +79,148 @@ class AlterReplicaLogDirsRequest(KafkaMessage):
 AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic = _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic
 AlterReplicaLogDirsRequest.AlterReplicaLogDir = _AlterReplicaLogDirsRequest_AlterReplicaLogDir
 
-def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(buf, p):
-    o = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_0(buf, p):
-    o = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDir)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null string in Path')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'Path runs past the frame')
-            o.path = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterReplicaLogDirsRequest_0(buf, p):
-    o = new(AlterReplicaLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterReplicaLogDirsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null array in Dirs')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'array Dirs longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_0(buf, p)
-                app(e)
-            o.dirs = lst
-        o.unknown_tags = None
+                o1 = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDir)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null string in Path')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'Path runs past the frame')
+                    o1.path = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'null array in Partitions')
+                        else:
+                            if n < 64:
+                                o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('AlterReplicaLogDirsRequest', 0, p, 'array Partitions longer than the frame')
+                                o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.topics = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.dirs = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(buf, p):
-    o = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(buf, p):
-    o = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDir)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null string in Path')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'Path runs past the frame')
-            o.path = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterReplicaLogDirsRequest_1(buf, p):
-    o = new(AlterReplicaLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterReplicaLogDirsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null array in Dirs')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'array Dirs longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_1(buf, p)
-                app(e)
-            o.dirs = lst
-        o.unknown_tags = None
+                o1 = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDir)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null string in Path')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'Path runs past the frame')
+                    o1.path = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'null array in Partitions')
+                        else:
+                            if n < 64:
+                                o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('AlterReplicaLogDirsRequest', 1, p, 'array Partitions longer than the frame')
+                                o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.topics = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.dirs = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_2(buf, p):
-    o = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_2(buf, p):
-    o = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDir)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null string in Path')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'Path runs past the frame')
-            o.path = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterReplicaLogDirsRequest_2(buf, p):
-    o = new(AlterReplicaLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterReplicaLogDirsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -341,37 +230,159 @@ def _d_AlterReplicaLogDirsRequest_2(buf, p):
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null array in Dirs')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'array Dirs longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsRequest_AlterReplicaLogDir_2(buf, p)
-                app(e)
-            o.dirs = lst
+                o1 = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDir)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'Path runs past the frame')
+                    o1.path = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null string in Path')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'Path runs past the frame')
+                        o1.path = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.dirs = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterReplicaLogDirsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_0(o, b, h):
     s = o.name
@@ -502,228 +513,112 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
 AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
 AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult
 
-def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0(buf, p):
-    o = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0(buf, p):
-    o = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterReplicaLogDirsResponse_0(buf, p):
-    o = new(AlterReplicaLogDirsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(AlterReplicaLogDirsResponse)
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(buf, p):
-    o = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(buf, p):
-    o = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterReplicaLogDirsResponse_1(buf, p):
-    o = new(AlterReplicaLogDirsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(AlterReplicaLogDirsResponse)
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_1(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_2(buf, p):
-    o = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_2(buf, p):
-    o = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_AlterReplicaLogDirsResponse_2(buf, p):
-    o = new(AlterReplicaLogDirsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(AlterReplicaLogDirsResponse)
+        o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -731,40 +626,121 @@ def _d_AlterReplicaLogDirsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_2(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+                        o2.partition_index, o2.error_code, k = _S_5.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterReplicaLogDirsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0(o, b, h):
-    b += _S_2.pack(o.partition_index, o.error_code)
+    b += _S_3.pack(o.partition_index, o.error_code)
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0(o, b, h):
     s = o.topic_name
@@ -784,7 +760,7 @@ def _e_AlterReplicaLogDirsResponse_0(o, b, h):
         _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_0(e, b, h)
 
 def _e_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_2(o, b, h):
-    b += _S_2.pack(o.partition_index, o.error_code)
+    b += _S_3.pack(o.partition_index, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

@@ -12,13 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>b')
-_S_1 = _Struct('>bi')
-_S_2 = _Struct('>i')
-_S_3 = _Struct('>h')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>bB')
+_S_1 = _Struct('>biB')
+_S_2 = _Struct('>b')
+_S_3 = _Struct('>bi')
+_S_4 = _Struct('>iB')
+_S_5 = _Struct('>hB')
+_S_6 = _Struct('>i')
+_S_7 = _Struct('>h')
 
 
 class _AlterUserScramCredentialsRequest_ScramCredentialDeletion(KafkaStruct):
@@ -64,123 +85,10 @@ class AlterUserScramCredentialsRequest(KafkaMessage):
 AlterUserScramCredentialsRequest.ScramCredentialDeletion = _AlterUserScramCredentialsRequest_ScramCredentialDeletion
 AlterUserScramCredentialsRequest.ScramCredentialUpsertion = _AlterUserScramCredentialsRequest_ScramCredentialUpsertion
 
-def _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf, p):
-    o = new(_AlterUserScramCredentialsRequest_ScramCredentialDeletion)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.mechanism, = _S_0.unpack_from(buf, p)
-        p += 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, p):
-    o = new(_AlterUserScramCredentialsRequest_ScramCredentialUpsertion)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.mechanism, o.iterations = _S_1.unpack_from(buf, p)
-        p += 5
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null bytes in Salt')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Salt runs past the frame')
-            o.salt = bytes(buf[p:q])
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null bytes in SaltedPassword')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'SaltedPassword runs past the frame')
-            o.salted_password = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterUserScramCredentialsRequest_0(buf, p):
-    o = new(AlterUserScramCredentialsRequest)
+    end = len(buf)
     try:
+        o0 = new(AlterUserScramCredentialsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -190,14 +98,58 @@ def _d_AlterUserScramCredentialsRequest_0(buf, p):
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null array in Deletions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'array Deletions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(buf, p)
-                app(e)
-            o.deletions = lst
+                o1 = new(_AlterUserScramCredentialsRequest_ScramCredentialDeletion)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.mechanism, k = _S_0.unpack_from(buf, p)
+                p += 1
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.deletions = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -207,37 +159,109 @@ def _d_AlterUserScramCredentialsRequest_0(buf, p):
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null array in Upsertions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'array Upsertions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(buf, p)
-                app(e)
-            o.upsertions = lst
+                o1 = new(_AlterUserScramCredentialsRequest_ScramCredentialUpsertion)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.mechanism, o1.iterations, k = _S_1.unpack_from(buf, p)
+                p += 5
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null bytes in Salt')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Salt runs past the frame')
+                    o1.salt = bytes(buf[p:q])
+                    p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null bytes in SaltedPassword')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'SaltedPassword runs past the frame')
+                    o1.salted_password = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.upsertions = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterUserScramCredentialsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(o, b, h):
     s = o.name
@@ -248,7 +272,7 @@ def _e_AlterUserScramCredentialsRequest_ScramCredentialDeletion_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_0.pack(o.mechanism)
+    b += _S_2.pack(o.mechanism)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -264,7 +288,7 @@ def _e_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.mechanism, o.iterations)
+    b += _S_3.pack(o.mechanism, o.iterations)
     s = o.salt
     n = len(s) + 1
     if n < 128:
@@ -341,70 +365,14 @@ class AlterUserScramCredentialsResponse(KafkaMessage):
 
 AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult = _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult
 
-def _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf, p):
-    o = new(_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'null string in User')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'User runs past the frame')
-            o.user = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_3.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('AlterUserScramCredentialsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_AlterUserScramCredentialsResponse_0(buf, p):
-    o = new(AlterUserScramCredentialsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
+        o0 = new(AlterUserScramCredentialsResponse)
+        o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -412,37 +380,102 @@ def _d_AlterUserScramCredentialsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'User runs past the frame')
+                    o1.user = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'null string in User')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'User runs past the frame')
+                        o1.user = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('AlterUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('AlterUserScramCredentialsResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(o, b, h):
     s = o.user
@@ -453,7 +486,7 @@ def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(o, b,
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.error_code)
+    b += _S_7.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -472,7 +505,7 @@ def _e_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_0(o, b,
         b.append(0)
 
 def _e_AlterUserScramCredentialsResponse_0(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms)
+    b += _S_6.pack(o.throttle_time_ms)
     lst = o.results
     n = len(lst) + 1
     if n < 128:

@@ -12,15 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>h')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>hhh')
-_S_3 = _Struct('>hh')
-_S_4 = _Struct('>q')
-_S_5 = _Struct('>?')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>hi')
+_S_1 = _Struct('>hhh')
+_S_2 = _Struct('>i')
+_S_3 = _Struct('>hB')
+_S_4 = _Struct('>hhhB')
+_S_5 = _Struct('>iB')
+_S_6 = _Struct('>hhB')
+_S_7 = _Struct('>q')
+_S_8 = _Struct('>?')
+_S_9 = _Struct('>h')
+_S_10 = _Struct('>hh')
 
 
 class ApiVersionsRequest(KafkaMessage):
@@ -40,144 +62,181 @@ class ApiVersionsRequest(KafkaMessage):
 
 
 def _d_ApiVersionsRequest_0(buf, p):
-    o = new(ApiVersionsRequest)
-    o.client_software_name = ''
-    o.client_software_version = ''
+    end = len(buf)
     try:
-        o.unknown_tags = None
+        o0 = new(ApiVersionsRequest)
+        o0.client_software_name = ''
+        o0.client_software_version = ''
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ApiVersionsRequest_1(buf, p):
-    o = new(ApiVersionsRequest)
-    o.client_software_name = ''
-    o.client_software_version = ''
+    end = len(buf)
     try:
-        o.unknown_tags = None
+        o0 = new(ApiVersionsRequest)
+        o0.client_software_name = ''
+        o0.client_software_version = ''
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ApiVersionsRequest_2(buf, p):
-    o = new(ApiVersionsRequest)
-    o.client_software_name = ''
-    o.client_software_version = ''
+    end = len(buf)
     try:
-        o.unknown_tags = None
+        o0 = new(ApiVersionsRequest)
+        o0.client_software_name = ''
+        o0.client_software_version = ''
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ApiVersionsRequest_3(buf, p):
-    o = new(ApiVersionsRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ApiVersionsRequest', 3, p, 'null string in ClientSoftwareName')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ApiVersionsRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ApiVersionsRequest', 3, p, 'ClientSoftwareName runs past the frame')
-            o.client_software_name = str(buf[p:q], 'utf-8')
+            o0.client_software_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ApiVersionsRequest', 3, p, 'null string in ClientSoftwareVersion')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ApiVersionsRequest', 3, p, 'null string in ClientSoftwareName')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ApiVersionsRequest', 3, p, 'ClientSoftwareName runs past the frame')
+                o0.client_software_name = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ApiVersionsRequest', 3, p, 'ClientSoftwareVersion runs past the frame')
-            o.client_software_version = str(buf[p:q], 'utf-8')
+            o0.client_software_version = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ApiVersionsRequest', 3, p, 'null string in ClientSoftwareVersion')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ApiVersionsRequest', 3, p, 'ClientSoftwareVersion runs past the frame')
+                o0.client_software_version = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ApiVersionsRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ApiVersionsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ApiVersionsRequest_4(buf, p):
-    o = new(ApiVersionsRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ApiVersionsRequest', 4, p, 'null string in ClientSoftwareName')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ApiVersionsRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ApiVersionsRequest', 4, p, 'ClientSoftwareName runs past the frame')
-            o.client_software_name = str(buf[p:q], 'utf-8')
+            o0.client_software_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ApiVersionsRequest', 4, p, 'null string in ClientSoftwareVersion')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ApiVersionsRequest', 4, p, 'null string in ClientSoftwareName')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ApiVersionsRequest', 4, p, 'ClientSoftwareName runs past the frame')
+                o0.client_software_name = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ApiVersionsRequest', 4, p, 'ClientSoftwareVersion runs past the frame')
-            o.client_software_version = str(buf[p:q], 'utf-8')
+            o0.client_software_version = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ApiVersionsRequest', 4, p, 'null string in ClientSoftwareVersion')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ApiVersionsRequest', 4, p, 'ClientSoftwareVersion runs past the frame')
+                o0.client_software_version = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ApiVersionsRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ApiVersionsRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ApiVersionsRequest_0(o, b, h):
     pass
@@ -269,248 +328,110 @@ ApiVersionsResponse.ApiVersion = _ApiVersionsResponse_ApiVersion
 ApiVersionsResponse.SupportedFeatureKey = _ApiVersionsResponse_SupportedFeatureKey
 ApiVersionsResponse.FinalizedFeatureKey = _ApiVersionsResponse_FinalizedFeatureKey
 
-def _d_ApiVersionsResponse_ApiVersion_0(buf, p):
-    o = new(_ApiVersionsResponse_ApiVersion)
-    try:
-        o.api_key, o.min_version, o.max_version = _S_2.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ApiVersionsResponse_0(buf, p):
-    o = new(ApiVersionsResponse)
-    o.throttle_time_ms = 0
-    o.supported_features = []
-    o.finalized_features_epoch = -1
-    o.finalized_features = []
-    o.zk_migration_ready = False
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ApiVersionsResponse)
+        o0.throttle_time_ms = 0
+        o0.supported_features = []
+        o0.finalized_features_epoch = -1
+        o0.finalized_features = []
+        o0.zk_migration_ready = False
+        o0.error_code, n = _S_0.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 0, p, 'null array in ApiKeys')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ApiVersionsResponse', 0, p, 'array ApiKeys longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ApiVersionsResponse_ApiVersion_0(buf, p)
-                app(e)
-            o.api_keys = lst
-        o.unknown_tags = None
+                o1 = new(_ApiVersionsResponse_ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.api_keys = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ApiVersionsResponse_ApiVersion_1(buf, p):
-    o = new(_ApiVersionsResponse_ApiVersion)
-    try:
-        o.api_key, o.min_version, o.max_version = _S_2.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ApiVersionsResponse_1(buf, p):
-    o = new(ApiVersionsResponse)
-    o.supported_features = []
-    o.finalized_features_epoch = -1
-    o.finalized_features = []
-    o.zk_migration_ready = False
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ApiVersionsResponse)
+        o0.supported_features = []
+        o0.finalized_features_epoch = -1
+        o0.finalized_features = []
+        o0.zk_migration_ready = False
+        o0.error_code, n = _S_0.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 1, p, 'null array in ApiKeys')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ApiVersionsResponse', 1, p, 'array ApiKeys longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ApiVersionsResponse_ApiVersion_1(buf, p)
-                app(e)
-            o.api_keys = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ApiVersionsResponse_ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.api_keys = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ApiVersionsResponse_ApiVersion_2(buf, p):
-    o = new(_ApiVersionsResponse_ApiVersion)
-    try:
-        o.api_key, o.min_version, o.max_version = _S_2.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ApiVersionsResponse_2(buf, p):
-    o = new(ApiVersionsResponse)
-    o.supported_features = []
-    o.finalized_features_epoch = -1
-    o.finalized_features = []
-    o.zk_migration_ready = False
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ApiVersionsResponse)
+        o0.supported_features = []
+        o0.finalized_features_epoch = -1
+        o0.finalized_features = []
+        o0.zk_migration_ready = False
+        o0.error_code, n = _S_0.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 2, p, 'null array in ApiKeys')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ApiVersionsResponse', 2, p, 'array ApiKeys longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ApiVersionsResponse_ApiVersion_2(buf, p)
-                app(e)
-            o.api_keys = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ApiVersionsResponse_ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.api_keys = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ApiVersionsResponse_ApiVersion_3(buf, p):
-    o = new(_ApiVersionsResponse_ApiVersion)
-    try:
-        o.api_key, o.min_version, o.max_version = _S_2.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ApiVersionsResponse_SupportedFeatureKey_3(buf, p):
-    o = new(_ApiVersionsResponse_SupportedFeatureKey)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ApiVersionsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ApiVersionsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.min_version, o.max_version = _S_3.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ApiVersionsResponse_FinalizedFeatureKey_3(buf, p):
-    o = new(_ApiVersionsResponse_FinalizedFeatureKey)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ApiVersionsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ApiVersionsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.max_version_level, o.min_version_level = _S_3.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ApiVersionsResponse_3(buf, p):
-    o = new(ApiVersionsResponse)
-    o.supported_features = []
-    o.finalized_features_epoch = -1
-    o.finalized_features = []
-    o.zk_migration_ready = False
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
+        o0 = new(ApiVersionsResponse)
+        o0.supported_features = []
+        o0.finalized_features_epoch = -1
+        o0.finalized_features = []
+        o0.zk_migration_ready = False
+        o0.error_code, k = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -518,34 +439,57 @@ def _d_ApiVersionsResponse_3(buf, p):
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 3, p, 'null array in ApiKeys')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ApiVersionsResponse', 3, p, 'array ApiKeys longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ApiVersionsResponse_ApiVersion_3(buf, p)
-                app(e)
-            o.api_keys = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ApiVersionsResponse_ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version, k = _S_4.unpack_from(buf, p)
+                p += 6
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.api_keys = lst0
+        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -555,32 +499,80 @@ def _d_ApiVersionsResponse_3(buf, p):
                         if n < 0:
                             raise DecodeError('ApiVersionsResponse', 3, p, 'null array in SupportedFeatures')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('ApiVersionsResponse', 3, p, 'array SupportedFeatures longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_ApiVersionsResponse_SupportedFeatureKey_3(buf, p)
-                                app(e)
-                            o.supported_features = lst
-                        buf = whole
-                        if not (o.supported_features):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.finalized_features_epoch, = _S_4.unpack_from(buf, p)
+                                o1 = new(_ApiVersionsResponse_SupportedFeatureKey)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ApiVersionsResponse', 3, p, 'Name runs past the frame')
+                                    o1.name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ApiVersionsResponse', 3, p, 'null string in Name')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ApiVersionsResponse', 3, p, 'Name runs past the frame')
+                                        o1.name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.min_version, o1.max_version, k = _S_6.unpack_from(buf, p)
+                                p += 4
+                                if k == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.supported_features = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.supported_features):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.finalized_features_epoch, = _S_7.unpack_from(buf, p)
                         p += 8
-                        buf = whole
-                        if not (o.finalized_features_epoch != -1):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.finalized_features_epoch != -1):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 2:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -590,165 +582,98 @@ def _d_ApiVersionsResponse_3(buf, p):
                         if n < 0:
                             raise DecodeError('ApiVersionsResponse', 3, p, 'null array in FinalizedFeatures')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('ApiVersionsResponse', 3, p, 'array FinalizedFeatures longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_ApiVersionsResponse_FinalizedFeatureKey_3(buf, p)
-                                app(e)
-                            o.finalized_features = lst
-                        buf = whole
-                        if not (o.finalized_features):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 3:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.zk_migration_ready, = _S_5.unpack_from(buf, p)
+                                o1 = new(_ApiVersionsResponse_FinalizedFeatureKey)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ApiVersionsResponse', 3, p, 'Name runs past the frame')
+                                    o1.name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ApiVersionsResponse', 3, p, 'null string in Name')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ApiVersionsResponse', 3, p, 'Name runs past the frame')
+                                        o1.name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.max_version_level, o1.min_version_level, k = _S_6.unpack_from(buf, p)
+                                p += 4
+                                if k == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ApiVersionsResponse', 3, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ApiVersionsResponse', 3, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.finalized_features = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.finalized_features):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 3:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.zk_migration_ready, = _S_8.unpack_from(buf, p)
                         p += 1
-                        buf = whole
-                        if not (o.zk_migration_ready != False):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.zk_migration_ready != False):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ApiVersionsResponse_ApiVersion_4(buf, p):
-    o = new(_ApiVersionsResponse_ApiVersion)
-    try:
-        o.api_key, o.min_version, o.max_version = _S_2.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ApiVersionsResponse_SupportedFeatureKey_4(buf, p):
-    o = new(_ApiVersionsResponse_SupportedFeatureKey)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ApiVersionsResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ApiVersionsResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.min_version, o.max_version = _S_3.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ApiVersionsResponse_FinalizedFeatureKey_4(buf, p):
-    o = new(_ApiVersionsResponse_FinalizedFeatureKey)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ApiVersionsResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ApiVersionsResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.max_version_level, o.min_version_level = _S_3.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ApiVersionsResponse_4(buf, p):
-    o = new(ApiVersionsResponse)
-    o.supported_features = []
-    o.finalized_features_epoch = -1
-    o.finalized_features = []
-    o.zk_migration_ready = False
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
+        o0 = new(ApiVersionsResponse)
+        o0.supported_features = []
+        o0.finalized_features_epoch = -1
+        o0.finalized_features = []
+        o0.zk_migration_ready = False
+        o0.error_code, k = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -756,34 +681,57 @@ def _d_ApiVersionsResponse_4(buf, p):
         if n < 0:
             raise DecodeError('ApiVersionsResponse', 4, p, 'null array in ApiKeys')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ApiVersionsResponse', 4, p, 'array ApiKeys longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ApiVersionsResponse_ApiVersion_4(buf, p)
-                app(e)
-            o.api_keys = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ApiVersionsResponse_ApiVersion)
+                o1.api_key, o1.min_version, o1.max_version, k = _S_4.unpack_from(buf, p)
+                p += 6
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.api_keys = lst0
+        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -793,32 +741,80 @@ def _d_ApiVersionsResponse_4(buf, p):
                         if n < 0:
                             raise DecodeError('ApiVersionsResponse', 4, p, 'null array in SupportedFeatures')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('ApiVersionsResponse', 4, p, 'array SupportedFeatures longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_ApiVersionsResponse_SupportedFeatureKey_4(buf, p)
-                                app(e)
-                            o.supported_features = lst
-                        buf = whole
-                        if not (o.supported_features):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.finalized_features_epoch, = _S_4.unpack_from(buf, p)
+                                o1 = new(_ApiVersionsResponse_SupportedFeatureKey)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ApiVersionsResponse', 4, p, 'Name runs past the frame')
+                                    o1.name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ApiVersionsResponse', 4, p, 'null string in Name')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ApiVersionsResponse', 4, p, 'Name runs past the frame')
+                                        o1.name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.min_version, o1.max_version, k = _S_6.unpack_from(buf, p)
+                                p += 4
+                                if k == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.supported_features = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.supported_features):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.finalized_features_epoch, = _S_7.unpack_from(buf, p)
                         p += 8
-                        buf = whole
-                        if not (o.finalized_features_epoch != -1):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.finalized_features_epoch != -1):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 2:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -828,59 +824,106 @@ def _d_ApiVersionsResponse_4(buf, p):
                         if n < 0:
                             raise DecodeError('ApiVersionsResponse', 4, p, 'null array in FinalizedFeatures')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('ApiVersionsResponse', 4, p, 'array FinalizedFeatures longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_ApiVersionsResponse_FinalizedFeatureKey_4(buf, p)
-                                app(e)
-                            o.finalized_features = lst
-                        buf = whole
-                        if not (o.finalized_features):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 3:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.zk_migration_ready, = _S_5.unpack_from(buf, p)
+                                o1 = new(_ApiVersionsResponse_FinalizedFeatureKey)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ApiVersionsResponse', 4, p, 'Name runs past the frame')
+                                    o1.name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ApiVersionsResponse', 4, p, 'null string in Name')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ApiVersionsResponse', 4, p, 'Name runs past the frame')
+                                        o1.name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.max_version_level, o1.min_version_level, k = _S_6.unpack_from(buf, p)
+                                p += 4
+                                if k == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ApiVersionsResponse', 4, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ApiVersionsResponse', 4, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.finalized_features = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.finalized_features):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 3:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.zk_migration_ready, = _S_8.unpack_from(buf, p)
                         p += 1
-                        buf = whole
-                        if not (o.zk_migration_ready != False):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.zk_migration_ready != False):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ApiVersionsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ApiVersionsResponse_ApiVersion_0(o, b, h):
-    b += _S_2.pack(o.api_key, o.min_version, o.max_version)
+    b += _S_1.pack(o.api_key, o.min_version, o.max_version)
 
 def _e_ApiVersionsResponse_0(o, b, h):
-    b += _S_0.pack(o.error_code)
+    b += _S_9.pack(o.error_code)
     lst = o.api_keys
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ApiVersionsResponse_ApiVersion_0(e, b, h)
 
 def _e_ApiVersionsResponse_1(o, b, h):
-    b += _S_0.pack(o.error_code)
+    b += _S_9.pack(o.error_code)
     lst = o.api_keys
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ApiVersionsResponse_ApiVersion_0(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
 
 def _e_ApiVersionsResponse_ApiVersion_3(o, b, h):
-    b += _S_2.pack(o.api_key, o.min_version, o.max_version)
+    b += _S_1.pack(o.api_key, o.min_version, o.max_version)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -896,7 +939,7 @@ def _e_ApiVersionsResponse_SupportedFeatureKey_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.min_version, o.max_version)
+    b += _S_10.pack(o.min_version, o.max_version)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -912,7 +955,7 @@ def _e_ApiVersionsResponse_FinalizedFeatureKey_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.max_version_level, o.min_version_level)
+    b += _S_10.pack(o.max_version_level, o.min_version_level)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -920,7 +963,7 @@ def _e_ApiVersionsResponse_FinalizedFeatureKey_3(o, b, h):
         b.append(0)
 
 def _e_ApiVersionsResponse_3(o, b, h):
-    b += _S_0.pack(o.error_code)
+    b += _S_9.pack(o.error_code)
     lst = o.api_keys
     n = len(lst) + 1
     if n < 128:
@@ -929,7 +972,7 @@ def _e_ApiVersionsResponse_3(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_ApiVersionsResponse_ApiVersion_3(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     u = o.unknown_tags
     tg = []
     x = o.supported_features
@@ -947,7 +990,7 @@ def _e_ApiVersionsResponse_3(o, b, h):
     x = o.finalized_features_epoch
     if x != -1:
         t = bytearray()
-        t += _S_4.pack(x)
+        t += _S_7.pack(x)
         tg.append((1, t))
     x = o.finalized_features
     if x:
@@ -964,7 +1007,7 @@ def _e_ApiVersionsResponse_3(o, b, h):
     x = o.zk_migration_ready
     if x != False:
         t = bytearray()
-        t += _S_5.pack(x)
+        t += _S_8.pack(x)
         tg.append((3, t))
     if u:
         tg.extend(u)

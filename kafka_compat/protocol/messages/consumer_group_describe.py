@@ -12,15 +12,38 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>?')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>h')
-_S_3 = _Struct('>ii')
-_S_4 = _Struct('>16s')
-_S_5 = _Struct('>b')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>?B')
+_S_1 = _Struct('>?')
+_S_2 = _Struct('>iB')
+_S_3 = _Struct('>hB')
+_S_4 = _Struct('>iiB')
+_S_5 = _Struct('>16sB')
+_S_6 = _Struct('>bB')
+_S_7 = _Struct('>i')
+_S_8 = _Struct('>h')
+_S_9 = _Struct('>ii')
+_S_10 = _Struct('>16s')
+_S_11 = _Struct('>b')
 
 
 class ConsumerGroupDescribeRequest(KafkaMessage):
@@ -40,8 +63,9 @@ class ConsumerGroupDescribeRequest(KafkaMessage):
 
 
 def _d_ConsumerGroupDescribeRequest_0(buf, p):
-    o = new(ConsumerGroupDescribeRequest)
+    end = len(buf)
     try:
+        o0 = new(ConsumerGroupDescribeRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -51,56 +75,65 @@ def _d_ConsumerGroupDescribeRequest_0(buf, p):
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'null array in GroupIds')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'array GroupIds longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'null string in GroupIds')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'GroupIds runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.group_ids = lst
-        o.include_authorized_operations, = _S_0.unpack_from(buf, p)
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'null string in GroupIds')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'GroupIds runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.group_ids = lst0
+        o0.include_authorized_operations, k = _S_0.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ConsumerGroupDescribeRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ConsumerGroupDescribeRequest_1(buf, p):
-    o = new(ConsumerGroupDescribeRequest)
+    end = len(buf)
     try:
+        o0 = new(ConsumerGroupDescribeRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -110,52 +143,60 @@ def _d_ConsumerGroupDescribeRequest_1(buf, p):
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'null array in GroupIds')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'array GroupIds longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'null string in GroupIds')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'GroupIds runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.group_ids = lst
-        o.include_authorized_operations, = _S_0.unpack_from(buf, p)
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'null string in GroupIds')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'GroupIds runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.group_ids = lst0
+        o0.include_authorized_operations, k = _S_0.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ConsumerGroupDescribeRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ConsumerGroupDescribeRequest_0(o, b, h):
     lst = o.group_ids
@@ -173,7 +214,7 @@ def _e_ConsumerGroupDescribeRequest_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.include_authorized_operations)
+    b += _S_1.pack(o.include_authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -264,365 +305,14 @@ ConsumerGroupDescribeResponse.DescribedGroup = _ConsumerGroupDescribeResponse_De
 ConsumerGroupDescribeResponse.TopicPartitions = _ConsumerGroupDescribeResponse_TopicPartitions
 ConsumerGroupDescribeResponse.Assignment = _ConsumerGroupDescribeResponse_Assignment
 
-def _d_ConsumerGroupDescribeResponse_TopicPartitions_0(buf, p):
-    o = new(_ConsumerGroupDescribeResponse_TopicPartitions)
-    try:
-        o.topic_id, = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerGroupDescribeResponse_Assignment_0(buf, p):
-    o = new(_ConsumerGroupDescribeResponse_Assignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in TopicPartitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array TopicPartitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ConsumerGroupDescribeResponse_TopicPartitions_0(buf, p)
-                app(e)
-            o.topic_partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerGroupDescribeResponse_Member_0(buf, p):
-    o = new(_ConsumerGroupDescribeResponse_Member)
-    o.member_type = -1
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'InstanceId runs past the frame')
-            o.instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in SubscribedTopicNames')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array SubscribedTopicNames longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in SubscribedTopicNames')
-                else:
-                    q = p + n
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'SubscribedTopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
-                    p = q
-                app(e)
-            o.subscribed_topic_names = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.subscribed_topic_regex = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'SubscribedTopicRegex runs past the frame')
-            o.subscribed_topic_regex = str(buf[p:q], 'utf-8')
-            p = q
-        o.assignment, p = _d_ConsumerGroupDescribeResponse_Assignment_0(buf, p)
-        o.target_assignment, p = _d_ConsumerGroupDescribeResponse_Assignment_0(buf, p)
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p):
-    o = new(_ConsumerGroupDescribeResponse_DescribedGroup)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        o.group_epoch, o.assignment_epoch = _S_3.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in AssignorName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'AssignorName runs past the frame')
-            o.assignor_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ConsumerGroupDescribeResponse_Member_0(buf, p)
-                app(e)
-            o.members = lst
-        o.authorized_operations, = _S_1.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ConsumerGroupDescribeResponse_0(buf, p):
-    o = new(ConsumerGroupDescribeResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(ConsumerGroupDescribeResponse)
+        o0.throttle_time_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -630,227 +320,102 @@ def _d_ConsumerGroupDescribeResponse_0(buf, p):
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerGroupDescribeResponse_DescribedGroup_0(buf, p)
-                app(e)
-            o.groups = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
+                o1 = new(_ConsumerGroupDescribeResponse_DescribedGroup)
+                o1.error_code, k = _S_3.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
                     p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerGroupDescribeResponse_TopicPartitions_1(buf, p):
-    o = new(_ConsumerGroupDescribeResponse_TopicPartitions)
-    try:
-        o.topic_id, = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
                     p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerGroupDescribeResponse_Assignment_1(buf, p):
-    o = new(_ConsumerGroupDescribeResponse_Assignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in TopicPartitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array TopicPartitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ConsumerGroupDescribeResponse_TopicPartitions_1(buf, p)
-                app(e)
-            o.topic_partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p + 1:q], 'utf-8')
                     p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
-    o = new(_ConsumerGroupDescribeResponse_Member)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'InstanceId runs past the frame')
-            o.instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in SubscribedTopicNames')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array SubscribedTopicNames longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in GroupState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'GroupState runs past the frame')
+                        o1.group_state = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.group_epoch, o1.assignment_epoch, k = _S_4.unpack_from(buf, p)
+                p += 8
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'AssignorName runs past the frame')
+                    o1.assignor_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in AssignorName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'AssignorName runs past the frame')
+                        o1.assignor_name = str(buf[p:q], 'utf-8')
+                        p = q
                 n = buf[p] - 1
                 if n < 127:
                     p += 1
@@ -858,170 +423,470 @@ def _d_ConsumerGroupDescribeResponse_Member_1(buf, p):
                     n, p = read_uvarint(buf, p)
                     n -= 1
                 if n < 0:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in SubscribedTopicNames')
+                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Members')
                 else:
-                    q = p + n
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'SubscribedTopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
-                    p = q
-                app(e)
-            o.subscribed_topic_names = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.subscribed_topic_regex = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'SubscribedTopicRegex runs past the frame')
-            o.subscribed_topic_regex = str(buf[p:q], 'utf-8')
-            p = q
-        o.assignment, p = _d_ConsumerGroupDescribeResponse_Assignment_1(buf, p)
-        o.target_assignment, p = _d_ConsumerGroupDescribeResponse_Assignment_1(buf, p)
-        o.member_type, = _S_5.unpack_from(buf, p)
-        p += 1
+                    if n > end - p:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ConsumerGroupDescribeResponse_Member)
+                        o2.member_type = -1
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in MemberId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
+                                o2.member_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'InstanceId runs past the frame')
+                            o2.instance_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.instance_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'InstanceId runs past the frame')
+                                o2.instance_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'RackId runs past the frame')
+                            o2.rack_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.rack_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'RackId runs past the frame')
+                                o2.rack_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.member_epoch, k = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in ClientId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
+                                o2.client_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in ClientHost')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
+                                o2.client_host = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in SubscribedTopicNames')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array SubscribedTopicNames longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'SubscribedTopicNames runs past the frame')
+                                    e2 = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in SubscribedTopicNames')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'SubscribedTopicNames runs past the frame')
+                                        e2 = str(buf[p:q], 'utf-8')
+                                        p = q
+                                app2(e2)
+                            o2.subscribed_topic_names = lst2
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'SubscribedTopicRegex runs past the frame')
+                            o2.subscribed_topic_regex = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.subscribed_topic_regex = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'SubscribedTopicRegex runs past the frame')
+                                o2.subscribed_topic_regex = str(buf[p:q], 'utf-8')
+                                p = q
+                        o3 = new(_ConsumerGroupDescribeResponse_Assignment)
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in TopicPartitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array TopicPartitions longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_ConsumerGroupDescribeResponse_TopicPartitions)
+                                o4.topic_id, k = _S_5.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'TopicName runs past the frame')
+                                    o4.topic_name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in TopicName')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'TopicName runs past the frame')
+                                        o4.topic_name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.topic_partitions = lst3
+                        if buf[p] == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.assignment = o3
+                        o3 = new(_ConsumerGroupDescribeResponse_Assignment)
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in TopicPartitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array TopicPartitions longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_ConsumerGroupDescribeResponse_TopicPartitions)
+                                o4.topic_id, k = _S_5.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'TopicName runs past the frame')
+                                    o4.topic_name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null string in TopicName')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'TopicName runs past the frame')
+                                        o4.topic_name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.topic_partitions = lst3
+                        if buf[p] == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.target_assignment = o3
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.members = lst1
+                o1.authorized_operations, k = _S_2.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                if n > end - p:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p):
-    o = new(_ConsumerGroupDescribeResponse_DescribedGroup)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        o.group_epoch, o.assignment_epoch = _S_3.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in AssignorName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'AssignorName runs past the frame')
-            o.assignor_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ConsumerGroupDescribeResponse_Member_1(buf, p)
-                app(e)
-            o.members = lst
-        o.authorized_operations, = _S_1.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
-    return o, p
+        raise DecodeError('ConsumerGroupDescribeResponse', 0, p, _reason(e)) from None
+    return o0, p
 
 def _d_ConsumerGroupDescribeResponse_1(buf, p):
-    o = new(ConsumerGroupDescribeResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(ConsumerGroupDescribeResponse)
+        o0.throttle_time_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1029,40 +894,568 @@ def _d_ConsumerGroupDescribeResponse_1(buf, p):
         if n < 0:
             raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerGroupDescribeResponse_DescribedGroup_1(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_ConsumerGroupDescribeResponse_DescribedGroup)
+                o1.error_code, k = _S_3.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in GroupState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'GroupState runs past the frame')
+                        o1.group_state = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.group_epoch, o1.assignment_epoch, k = _S_4.unpack_from(buf, p)
+                p += 8
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'AssignorName runs past the frame')
+                    o1.assignor_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in AssignorName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'AssignorName runs past the frame')
+                        o1.assignor_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ConsumerGroupDescribeResponse_Member)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in MemberId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'MemberId runs past the frame')
+                                o2.member_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'InstanceId runs past the frame')
+                            o2.instance_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.instance_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'InstanceId runs past the frame')
+                                o2.instance_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'RackId runs past the frame')
+                            o2.rack_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.rack_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'RackId runs past the frame')
+                                o2.rack_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.member_epoch, k = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in ClientId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ClientId runs past the frame')
+                                o2.client_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in ClientHost')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'ClientHost runs past the frame')
+                                o2.client_host = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in SubscribedTopicNames')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array SubscribedTopicNames longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'SubscribedTopicNames runs past the frame')
+                                    e2 = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in SubscribedTopicNames')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'SubscribedTopicNames runs past the frame')
+                                        e2 = str(buf[p:q], 'utf-8')
+                                        p = q
+                                app2(e2)
+                            o2.subscribed_topic_names = lst2
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'SubscribedTopicRegex runs past the frame')
+                            o2.subscribed_topic_regex = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.subscribed_topic_regex = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'SubscribedTopicRegex runs past the frame')
+                                o2.subscribed_topic_regex = str(buf[p:q], 'utf-8')
+                                p = q
+                        o3 = new(_ConsumerGroupDescribeResponse_Assignment)
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in TopicPartitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array TopicPartitions longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_ConsumerGroupDescribeResponse_TopicPartitions)
+                                o4.topic_id, k = _S_5.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'TopicName runs past the frame')
+                                    o4.topic_name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in TopicName')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'TopicName runs past the frame')
+                                        o4.topic_name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.topic_partitions = lst3
+                        if buf[p] == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.assignment = o3
+                        o3 = new(_ConsumerGroupDescribeResponse_Assignment)
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in TopicPartitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array TopicPartitions longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_ConsumerGroupDescribeResponse_TopicPartitions)
+                                o4.topic_id, k = _S_5.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'TopicName runs past the frame')
+                                    o4.topic_name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null string in TopicName')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'TopicName runs past the frame')
+                                        o4.topic_name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.topic_partitions = lst3
+                        if buf[p] == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.target_assignment = o3
+                        o2.member_type, k = _S_6.unpack_from(buf, p)
+                        p += 1
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.members = lst1
+                o1.authorized_operations, k = _S_2.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ConsumerGroupDescribeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerGroupDescribeResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ConsumerGroupDescribeResponse_TopicPartitions_0(o, b, h):
-    b += _S_4.pack(o.topic_id)
+    b += _S_10.pack(o.topic_id)
     s = o.topic_name
     s = s.encode()
     n = len(s) + 1
@@ -1130,7 +1523,7 @@ def _e_ConsumerGroupDescribeResponse_Member_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.member_epoch)
+    b += _S_7.pack(o.member_epoch)
     s = o.client_id
     s = s.encode()
     n = len(s) + 1
@@ -1182,7 +1575,7 @@ def _e_ConsumerGroupDescribeResponse_Member_0(o, b, h):
         b.append(0)
 
 def _e_ConsumerGroupDescribeResponse_DescribedGroup_0(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_8.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1210,7 +1603,7 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.group_epoch, o.assignment_epoch)
+    b += _S_9.pack(o.group_epoch, o.assignment_epoch)
     s = o.assignor_name
     s = s.encode()
     n = len(s) + 1
@@ -1227,7 +1620,7 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_0(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_ConsumerGroupDescribeResponse_Member_0(e, b, h)
-    b += _S_1.pack(o.authorized_operations)
+    b += _S_7.pack(o.authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1235,7 +1628,7 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_0(o, b, h):
         b.append(0)
 
 def _e_ConsumerGroupDescribeResponse_0(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_7.pack(o.throttle_time_ms)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:
@@ -1281,7 +1674,7 @@ def _e_ConsumerGroupDescribeResponse_Member_1(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.member_epoch)
+    b += _S_7.pack(o.member_epoch)
     s = o.client_id
     s = s.encode()
     n = len(s) + 1
@@ -1326,7 +1719,7 @@ def _e_ConsumerGroupDescribeResponse_Member_1(o, b, h):
         b += s
     _e_ConsumerGroupDescribeResponse_Assignment_0(o.assignment, b, h)
     _e_ConsumerGroupDescribeResponse_Assignment_0(o.target_assignment, b, h)
-    b += _S_5.pack(o.member_type)
+    b += _S_11.pack(o.member_type)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1334,7 +1727,7 @@ def _e_ConsumerGroupDescribeResponse_Member_1(o, b, h):
         b.append(0)
 
 def _e_ConsumerGroupDescribeResponse_DescribedGroup_1(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_8.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1362,7 +1755,7 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_1(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.group_epoch, o.assignment_epoch)
+    b += _S_9.pack(o.group_epoch, o.assignment_epoch)
     s = o.assignor_name
     s = s.encode()
     n = len(s) + 1
@@ -1379,7 +1772,7 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_1(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_ConsumerGroupDescribeResponse_Member_1(e, b, h)
-    b += _S_1.pack(o.authorized_operations)
+    b += _S_7.pack(o.authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1387,7 +1780,7 @@ def _e_ConsumerGroupDescribeResponse_DescribedGroup_1(o, b, h):
         b.append(0)
 
 def _e_ConsumerGroupDescribeResponse_1(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_7.pack(o.throttle_time_ms)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:

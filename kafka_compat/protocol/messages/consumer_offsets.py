@@ -12,15 +12,40 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>h')
 _S_1 = _Struct('>i')
-_S_2 = _Struct('>q')
-_S_3 = _Struct('>qq')
-_S_4 = _Struct('>qi')
-_S_5 = _Struct('>ii')
+_S_2 = _Struct('>qh')
+_S_3 = _Struct('>q')
+_S_4 = _Struct('>qq')
+_S_5 = _Struct('>qih')
+_S_6 = _Struct('>qiB')
+_S_7 = _Struct('>qB')
+_S_8 = _Struct('>qi')
+_S_9 = _Struct('>ih')
+_S_10 = _Struct('>ii')
+_S_11 = _Struct('>iii')
+_S_12 = _Struct('>iB')
+_S_13 = _Struct('>iiB')
 
 
 class OffsetCommitKey(KafkaMessage):
@@ -40,17 +65,18 @@ class OffsetCommitKey(KafkaMessage):
 
 
 def _d_OffsetCommitKey_0(buf, p):
-    o = new(OffsetCommitKey)
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitKey)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitKey', 0, p, 'null string in group')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitKey', 0, p, 'group runs past the frame')
-            o.group = str(buf[p:q], 'utf-8')
+            o0.group = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -58,29 +84,30 @@ def _d_OffsetCommitKey_0(buf, p):
             raise DecodeError('OffsetCommitKey', 0, p, 'null string in topic')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitKey', 0, p, 'topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
+            o0.topic = str(buf[p:q], 'utf-8')
             p = q
-        o.partition, = _S_1.unpack_from(buf, p)
+        o0.partition, = _S_1.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitKey', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitKey_1(buf, p):
-    o = new(OffsetCommitKey)
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitKey)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitKey', 1, p, 'null string in group')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitKey', 1, p, 'group runs past the frame')
-            o.group = str(buf[p:q], 'utf-8')
+            o0.group = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -88,16 +115,16 @@ def _d_OffsetCommitKey_1(buf, p):
             raise DecodeError('OffsetCommitKey', 1, p, 'null string in topic')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitKey', 1, p, 'topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
+            o0.topic = str(buf[p:q], 'utf-8')
             p = q
-        o.partition, = _S_1.unpack_from(buf, p)
+        o0.partition, = _S_1.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitKey', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetCommitKey_0(o, b, h):
     s = o.group
@@ -133,171 +160,175 @@ class OffsetCommitValue(KafkaMessage):
 
 
 def _d_OffsetCommitValue_0(buf, p):
-    o = new(OffsetCommitValue)
-    o.leader_epoch = -1
-    o.expire_timestamp = -1
+    end = len(buf)
     try:
-        o.offset, = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(OffsetCommitValue)
+        o0.leader_epoch = -1
+        o0.expire_timestamp = -1
+        o0.offset, n = _S_2.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('OffsetCommitValue', 0, p, 'null string in metadata')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitValue', 0, p, 'metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
+            o0.metadata = str(buf[p:q], 'utf-8')
             p = q
-        o.commit_timestamp, = _S_2.unpack_from(buf, p)
+        o0.commit_timestamp, = _S_3.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitValue', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitValue_1(buf, p):
-    o = new(OffsetCommitValue)
-    o.leader_epoch = -1
+    end = len(buf)
     try:
-        o.offset, = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(OffsetCommitValue)
+        o0.leader_epoch = -1
+        o0.offset, n = _S_2.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('OffsetCommitValue', 1, p, 'null string in metadata')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitValue', 1, p, 'metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
+            o0.metadata = str(buf[p:q], 'utf-8')
             p = q
-        o.commit_timestamp, o.expire_timestamp = _S_3.unpack_from(buf, p)
+        o0.commit_timestamp, o0.expire_timestamp = _S_4.unpack_from(buf, p)
         p += 16
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitValue', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitValue_2(buf, p):
-    o = new(OffsetCommitValue)
-    o.leader_epoch = -1
-    o.expire_timestamp = -1
+    end = len(buf)
     try:
-        o.offset, = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(OffsetCommitValue)
+        o0.leader_epoch = -1
+        o0.expire_timestamp = -1
+        o0.offset, n = _S_2.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('OffsetCommitValue', 2, p, 'null string in metadata')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitValue', 2, p, 'metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
+            o0.metadata = str(buf[p:q], 'utf-8')
             p = q
-        o.commit_timestamp, = _S_2.unpack_from(buf, p)
+        o0.commit_timestamp, = _S_3.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitValue', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitValue_3(buf, p):
-    o = new(OffsetCommitValue)
-    o.expire_timestamp = -1
+    end = len(buf)
     try:
-        o.offset, o.leader_epoch = _S_4.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(OffsetCommitValue)
+        o0.expire_timestamp = -1
+        o0.offset, o0.leader_epoch, n = _S_5.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('OffsetCommitValue', 3, p, 'null string in metadata')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitValue', 3, p, 'metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
+            o0.metadata = str(buf[p:q], 'utf-8')
             p = q
-        o.commit_timestamp, = _S_2.unpack_from(buf, p)
+        o0.commit_timestamp, = _S_3.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitValue', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitValue_4(buf, p):
-    o = new(OffsetCommitValue)
-    o.expire_timestamp = -1
+    end = len(buf)
     try:
-        o.offset, o.leader_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(OffsetCommitValue)
+        o0.expire_timestamp = -1
+        o0.offset, o0.leader_epoch, k = _S_6.unpack_from(buf, p)
         p += 12
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitValue', 4, p, 'null string in metadata')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitValue', 4, p, 'metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
+            o0.metadata = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.commit_timestamp, = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetCommitValue', 4, p, 'null string in metadata')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitValue', 4, p, 'metadata runs past the frame')
+                o0.metadata = str(buf[p:q], 'utf-8')
+                p = q
+        o0.commit_timestamp, k = _S_7.unpack_from(buf, p)
         p += 8
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetCommitValue', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetCommitValue', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitValue', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetCommitValue_0(o, b, h):
-    b += _S_2.pack(o.offset)
+    b += _S_3.pack(o.offset)
     s = o.metadata
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_2.pack(o.commit_timestamp)
+    b += _S_3.pack(o.commit_timestamp)
 
 def _e_OffsetCommitValue_1(o, b, h):
-    b += _S_2.pack(o.offset)
+    b += _S_3.pack(o.offset)
     s = o.metadata
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_3.pack(o.commit_timestamp, o.expire_timestamp)
+    b += _S_4.pack(o.commit_timestamp, o.expire_timestamp)
 
 def _e_OffsetCommitValue_3(o, b, h):
-    b += _S_4.pack(o.offset, o.leader_epoch)
+    b += _S_8.pack(o.offset, o.leader_epoch)
     s = o.metadata
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_2.pack(o.commit_timestamp)
+    b += _S_3.pack(o.commit_timestamp)
 
 def _e_OffsetCommitValue_4(o, b, h):
-    b += _S_4.pack(o.offset, o.leader_epoch)
+    b += _S_8.pack(o.offset, o.leader_epoch)
     s = o.metadata
     s = s.encode()
     n = len(s) + 1
@@ -306,7 +337,7 @@ def _e_OffsetCommitValue_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.commit_timestamp)
+    b += _S_3.pack(o.commit_timestamp)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -332,22 +363,23 @@ class GroupMetadataKey(KafkaMessage):
 
 
 def _d_GroupMetadataKey_2(buf, p):
-    o = new(GroupMetadataKey)
+    end = len(buf)
     try:
+        o0 = new(GroupMetadataKey)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('GroupMetadataKey', 2, p, 'null string in group')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataKey', 2, p, 'group runs past the frame')
-            o.group = str(buf[p:q], 'utf-8')
+            o0.group = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('GroupMetadataKey', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_GroupMetadataKey_2(o, b, h):
     s = o.group
@@ -396,642 +428,509 @@ class GroupMetadataValue(KafkaMessage):
 
 GroupMetadataValue.MemberMetadata = _GroupMetadataValue_MemberMetadata
 
-def _d_GroupMetadataValue_MemberMetadata_0(buf, p):
-    o = new(_GroupMetadataValue_MemberMetadata)
-    o.group_instance_id = None
-    o.rebalance_timeout = -1
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 0, p, 'null string in memberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 0, p, 'memberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 0, p, 'null string in clientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 0, p, 'clientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 0, p, 'null string in clientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 0, p, 'clientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        o.session_timeout, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 0, p, 'null bytes in subscription')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 0, p, 'subscription runs past the frame')
-            o.subscription = bytes(buf[p:q])
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 0, p, 'null bytes in assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 0, p, 'assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('GroupMetadataValue', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_GroupMetadataValue_0(buf, p):
-    o = new(GroupMetadataValue)
-    o.current_state_timestamp = -1
+    end = len(buf)
     try:
+        o0 = new(GroupMetadataValue)
+        o0.current_state_timestamp = -1
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('GroupMetadataValue', 0, p, 'null string in protocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 0, p, 'protocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        o.generation, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation, n = _S_9.unpack_from(buf, p)
+        p += 6
         if n < 0:
-            o.protocol = None
+            o0.protocol = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 0, p, 'protocol runs past the frame')
-            o.protocol = str(buf[p:q], 'utf-8')
+            o0.protocol = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.leader = None
+            o0.leader = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 0, p, 'leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('GroupMetadataValue', 0, p, 'null array in members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('GroupMetadataValue', 0, p, 'array members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_GroupMetadataValue_MemberMetadata_0(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_GroupMetadataValue_MemberMetadata)
+                o1.group_instance_id = None
+                o1.rebalance_timeout = -1
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 0, p, 'null string in memberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 0, p, 'memberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 0, p, 'null string in clientId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 0, p, 'clientId runs past the frame')
+                    o1.client_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 0, p, 'null string in clientHost')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 0, p, 'clientHost runs past the frame')
+                    o1.client_host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.session_timeout, n = _S_10.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 0, p, 'null bytes in subscription')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 0, p, 'subscription runs past the frame')
+                    o1.subscription = bytes(buf[p:q])
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 0, p, 'null bytes in assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 0, p, 'assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('GroupMetadataValue', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_GroupMetadataValue_MemberMetadata_1(buf, p):
-    o = new(_GroupMetadataValue_MemberMetadata)
-    o.group_instance_id = None
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 1, p, 'null string in memberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 1, p, 'memberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 1, p, 'null string in clientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 1, p, 'clientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 1, p, 'null string in clientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 1, p, 'clientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        o.rebalance_timeout, o.session_timeout = _S_5.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 1, p, 'null bytes in subscription')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 1, p, 'subscription runs past the frame')
-            o.subscription = bytes(buf[p:q])
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 1, p, 'null bytes in assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 1, p, 'assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('GroupMetadataValue', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_GroupMetadataValue_1(buf, p):
-    o = new(GroupMetadataValue)
-    o.current_state_timestamp = -1
+    end = len(buf)
     try:
+        o0 = new(GroupMetadataValue)
+        o0.current_state_timestamp = -1
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('GroupMetadataValue', 1, p, 'null string in protocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 1, p, 'protocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        o.generation, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation, n = _S_9.unpack_from(buf, p)
+        p += 6
         if n < 0:
-            o.protocol = None
+            o0.protocol = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 1, p, 'protocol runs past the frame')
-            o.protocol = str(buf[p:q], 'utf-8')
+            o0.protocol = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.leader = None
+            o0.leader = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 1, p, 'leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('GroupMetadataValue', 1, p, 'null array in members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('GroupMetadataValue', 1, p, 'array members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_GroupMetadataValue_MemberMetadata_1(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_GroupMetadataValue_MemberMetadata)
+                o1.group_instance_id = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 1, p, 'null string in memberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 1, p, 'memberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 1, p, 'null string in clientId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 1, p, 'clientId runs past the frame')
+                    o1.client_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 1, p, 'null string in clientHost')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 1, p, 'clientHost runs past the frame')
+                    o1.client_host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.rebalance_timeout, o1.session_timeout, n = _S_11.unpack_from(buf, p)
+                p += 12
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 1, p, 'null bytes in subscription')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 1, p, 'subscription runs past the frame')
+                    o1.subscription = bytes(buf[p:q])
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 1, p, 'null bytes in assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 1, p, 'assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('GroupMetadataValue', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_GroupMetadataValue_MemberMetadata_2(buf, p):
-    o = new(_GroupMetadataValue_MemberMetadata)
-    o.group_instance_id = None
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 2, p, 'null string in memberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 2, p, 'memberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 2, p, 'null string in clientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 2, p, 'clientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 2, p, 'null string in clientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 2, p, 'clientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        o.rebalance_timeout, o.session_timeout = _S_5.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 2, p, 'null bytes in subscription')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 2, p, 'subscription runs past the frame')
-            o.subscription = bytes(buf[p:q])
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 2, p, 'null bytes in assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 2, p, 'assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('GroupMetadataValue', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_GroupMetadataValue_2(buf, p):
-    o = new(GroupMetadataValue)
+    end = len(buf)
     try:
+        o0 = new(GroupMetadataValue)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('GroupMetadataValue', 2, p, 'null string in protocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 2, p, 'protocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        o.generation, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation, n = _S_9.unpack_from(buf, p)
+        p += 6
         if n < 0:
-            o.protocol = None
+            o0.protocol = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 2, p, 'protocol runs past the frame')
-            o.protocol = str(buf[p:q], 'utf-8')
+            o0.protocol = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.leader = None
+            o0.leader = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 2, p, 'leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
-        o.current_state_timestamp, = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.current_state_timestamp, n = _S_8.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('GroupMetadataValue', 2, p, 'null array in members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('GroupMetadataValue', 2, p, 'array members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_GroupMetadataValue_MemberMetadata_2(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_GroupMetadataValue_MemberMetadata)
+                o1.group_instance_id = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 2, p, 'null string in memberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 2, p, 'memberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 2, p, 'null string in clientId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 2, p, 'clientId runs past the frame')
+                    o1.client_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 2, p, 'null string in clientHost')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 2, p, 'clientHost runs past the frame')
+                    o1.client_host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.rebalance_timeout, o1.session_timeout, n = _S_11.unpack_from(buf, p)
+                p += 12
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 2, p, 'null bytes in subscription')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 2, p, 'subscription runs past the frame')
+                    o1.subscription = bytes(buf[p:q])
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 2, p, 'null bytes in assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 2, p, 'assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('GroupMetadataValue', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_GroupMetadataValue_MemberMetadata_3(buf, p):
-    o = new(_GroupMetadataValue_MemberMetadata)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 3, p, 'null string in memberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 3, p, 'memberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 3, p, 'groupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 3, p, 'null string in clientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 3, p, 'clientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 3, p, 'null string in clientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 3, p, 'clientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        o.rebalance_timeout, o.session_timeout = _S_5.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 3, p, 'null bytes in subscription')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 3, p, 'subscription runs past the frame')
-            o.subscription = bytes(buf[p:q])
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 3, p, 'null bytes in assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 3, p, 'assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('GroupMetadataValue', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_GroupMetadataValue_3(buf, p):
-    o = new(GroupMetadataValue)
+    end = len(buf)
     try:
+        o0 = new(GroupMetadataValue)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('GroupMetadataValue', 3, p, 'null string in protocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 3, p, 'protocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        o.generation, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation, n = _S_9.unpack_from(buf, p)
+        p += 6
         if n < 0:
-            o.protocol = None
+            o0.protocol = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 3, p, 'protocol runs past the frame')
-            o.protocol = str(buf[p:q], 'utf-8')
+            o0.protocol = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.leader = None
+            o0.leader = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 3, p, 'leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
-        o.current_state_timestamp, = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.current_state_timestamp, n = _S_8.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('GroupMetadataValue', 3, p, 'null array in members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('GroupMetadataValue', 3, p, 'array members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_GroupMetadataValue_MemberMetadata_3(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_GroupMetadataValue_MemberMetadata)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 3, p, 'null string in memberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 3, p, 'memberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.group_instance_id = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 3, p, 'groupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 3, p, 'null string in clientId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 3, p, 'clientId runs past the frame')
+                    o1.client_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 3, p, 'null string in clientHost')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 3, p, 'clientHost runs past the frame')
+                    o1.client_host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.rebalance_timeout, o1.session_timeout, n = _S_11.unpack_from(buf, p)
+                p += 12
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 3, p, 'null bytes in subscription')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 3, p, 'subscription runs past the frame')
+                    o1.subscription = bytes(buf[p:q])
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 3, p, 'null bytes in assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 3, p, 'assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('GroupMetadataValue', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_GroupMetadataValue_MemberMetadata_4(buf, p):
-    o = new(_GroupMetadataValue_MemberMetadata)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 4, p, 'null string in memberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 4, p, 'memberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 4, p, 'groupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 4, p, 'null string in clientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 4, p, 'clientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 4, p, 'null string in clientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 4, p, 'clientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        o.rebalance_timeout, o.session_timeout = _S_5.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 4, p, 'null bytes in subscription')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 4, p, 'subscription runs past the frame')
-            o.subscription = bytes(buf[p:q])
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 4, p, 'null bytes in assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('GroupMetadataValue', 4, p, 'assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('GroupMetadataValue', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('GroupMetadataValue', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('GroupMetadataValue', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_GroupMetadataValue_4(buf, p):
-    o = new(GroupMetadataValue)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('GroupMetadataValue', 4, p, 'null string in protocolType')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(GroupMetadataValue)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 4, p, 'protocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.generation, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('GroupMetadataValue', 4, p, 'null string in protocolType')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('GroupMetadataValue', 4, p, 'protocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
+        o0.generation, k = _S_12.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 4, p, 'protocol runs past the frame')
-            o.protocol = str(buf[p:q], 'utf-8')
+            o0.protocol = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.leader = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('GroupMetadataValue', 4, p, 'protocol runs past the frame')
+                o0.protocol = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('GroupMetadataValue', 4, p, 'leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.current_state_timestamp, = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.leader = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('GroupMetadataValue', 4, p, 'leader runs past the frame')
+                o0.leader = str(buf[p:q], 'utf-8')
+                p = q
+        o0.current_state_timestamp, k = _S_7.unpack_from(buf, p)
         p += 8
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1039,37 +938,175 @@ def _d_GroupMetadataValue_4(buf, p):
         if n < 0:
             raise DecodeError('GroupMetadataValue', 4, p, 'null array in members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('GroupMetadataValue', 4, p, 'array members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_GroupMetadataValue_MemberMetadata_4(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_GroupMetadataValue_MemberMetadata)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'memberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'null string in memberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('GroupMetadataValue', 4, p, 'memberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'groupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('GroupMetadataValue', 4, p, 'groupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'clientId runs past the frame')
+                    o1.client_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'null string in clientId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('GroupMetadataValue', 4, p, 'clientId runs past the frame')
+                        o1.client_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'clientHost runs past the frame')
+                    o1.client_host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'null string in clientHost')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('GroupMetadataValue', 4, p, 'clientHost runs past the frame')
+                        o1.client_host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.rebalance_timeout, o1.session_timeout, k = _S_13.unpack_from(buf, p)
+                p += 8
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 4, p, 'null bytes in subscription')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'subscription runs past the frame')
+                    o1.subscription = bytes(buf[p:q])
+                    p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('GroupMetadataValue', 4, p, 'null bytes in assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('GroupMetadataValue', 4, p, 'assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('GroupMetadataValue', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('GroupMetadataValue', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('GroupMetadataValue', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('GroupMetadataValue', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('GroupMetadataValue', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_GroupMetadataValue_MemberMetadata_0(o, b, h):
     s = o.member_id
@@ -1130,7 +1167,7 @@ def _e_GroupMetadataValue_MemberMetadata_1(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_5.pack(o.rebalance_timeout, o.session_timeout)
+    b += _S_10.pack(o.rebalance_timeout, o.session_timeout)
     s = o.subscription
     b += _S_1.pack(len(s))
     b += s
@@ -1183,7 +1220,7 @@ def _e_GroupMetadataValue_2(o, b, h):
         s = s.encode()
         b += _S_0.pack(len(s))
         b += s
-    b += _S_2.pack(o.current_state_timestamp)
+    b += _S_3.pack(o.current_state_timestamp)
     lst = o.members
     b += _S_1.pack(len(lst))
     for e in lst:
@@ -1209,7 +1246,7 @@ def _e_GroupMetadataValue_MemberMetadata_3(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_5.pack(o.rebalance_timeout, o.session_timeout)
+    b += _S_10.pack(o.rebalance_timeout, o.session_timeout)
     s = o.subscription
     b += _S_1.pack(len(s))
     b += s
@@ -1237,7 +1274,7 @@ def _e_GroupMetadataValue_3(o, b, h):
         s = s.encode()
         b += _S_0.pack(len(s))
         b += s
-    b += _S_2.pack(o.current_state_timestamp)
+    b += _S_3.pack(o.current_state_timestamp)
     lst = o.members
     b += _S_1.pack(len(lst))
     for e in lst:
@@ -1279,7 +1316,7 @@ def _e_GroupMetadataValue_MemberMetadata_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.rebalance_timeout, o.session_timeout)
+    b += _S_10.pack(o.rebalance_timeout, o.session_timeout)
     s = o.subscription
     n = len(s) + 1
     if n < 128:
@@ -1332,7 +1369,7 @@ def _e_GroupMetadataValue_4(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_2.pack(o.current_state_timestamp)
+    b += _S_3.pack(o.current_state_timestamp)
     lst = o.members
     n = len(lst) + 1
     if n < 128:

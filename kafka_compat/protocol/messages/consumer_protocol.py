@@ -12,11 +12,29 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
+_S_2 = _Struct('>ih')
 
 
 class _ConsumerProtocolSubscription_TopicPartition(KafkaStruct):
@@ -50,20 +68,21 @@ class ConsumerProtocolSubscription(KafkaMessage):
 ConsumerProtocolSubscription.TopicPartition = _ConsumerProtocolSubscription_TopicPartition
 
 def _d_ConsumerProtocolSubscription_0(buf, p):
-    o = new(ConsumerProtocolSubscription)
-    o.owned_partitions = []
-    o.generation_id = -1
-    o.rack_id = None
+    end = len(buf)
     try:
+        o0 = new(ConsumerProtocolSubscription)
+        o0.owned_partitions = []
+        o0.generation_id = -1
+        o0.rack_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolSubscription', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolSubscription', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -71,68 +90,42 @@ def _d_ConsumerProtocolSubscription_0(buf, p):
                     raise DecodeError('ConsumerProtocolSubscription', 0, p, 'null string in Topics')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('ConsumerProtocolSubscription', 0, p, 'Topics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.topics = lst
+                app0(e0)
+            o0.topics = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.user_data = None
+            o0.user_data = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolSubscription', 0, p, 'UserData runs past the frame')
-            o.user_data = buf[p:q]
+            o0.user_data = buf[p:q]
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerProtocolSubscription', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerProtocolSubscription_TopicPartition_1(buf, p):
-    o = new(_ConsumerProtocolSubscription_TopicPartition)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ConsumerProtocolSubscription', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerProtocolSubscription', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ConsumerProtocolSubscription', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerProtocolSubscription', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerProtocolSubscription', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ConsumerProtocolSubscription_1(buf, p):
-    o = new(ConsumerProtocolSubscription)
-    o.generation_id = -1
-    o.rack_id = None
+    end = len(buf)
     try:
+        o0 = new(ConsumerProtocolSubscription)
+        o0.generation_id = -1
+        o0.rack_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolSubscription', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolSubscription', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -140,80 +133,77 @@ def _d_ConsumerProtocolSubscription_1(buf, p):
                     raise DecodeError('ConsumerProtocolSubscription', 1, p, 'null string in Topics')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('ConsumerProtocolSubscription', 1, p, 'Topics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.topics = lst
+                app0(e0)
+            o0.topics = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.user_data = None
+            o0.user_data = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolSubscription', 1, p, 'UserData runs past the frame')
-            o.user_data = buf[p:q]
+            o0.user_data = buf[p:q]
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolSubscription', 1, p, 'null array in OwnedPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolSubscription', 1, p, 'array OwnedPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerProtocolSubscription_TopicPartition_1(buf, p)
-                app(e)
-            o.owned_partitions = lst
-        o.unknown_tags = None
+                o1 = new(_ConsumerProtocolSubscription_TopicPartition)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolSubscription', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ConsumerProtocolSubscription', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolSubscription', 1, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ConsumerProtocolSubscription', 1, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.owned_partitions = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerProtocolSubscription', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerProtocolSubscription_TopicPartition_2(buf, p):
-    o = new(_ConsumerProtocolSubscription_TopicPartition)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ConsumerProtocolSubscription', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerProtocolSubscription', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ConsumerProtocolSubscription', 2, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerProtocolSubscription', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerProtocolSubscription', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ConsumerProtocolSubscription_2(buf, p):
-    o = new(ConsumerProtocolSubscription)
-    o.rack_id = None
+    end = len(buf)
     try:
+        o0 = new(ConsumerProtocolSubscription)
+        o0.rack_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolSubscription', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolSubscription', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -221,81 +211,78 @@ def _d_ConsumerProtocolSubscription_2(buf, p):
                     raise DecodeError('ConsumerProtocolSubscription', 2, p, 'null string in Topics')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('ConsumerProtocolSubscription', 2, p, 'Topics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.topics = lst
+                app0(e0)
+            o0.topics = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.user_data = None
+            o0.user_data = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolSubscription', 2, p, 'UserData runs past the frame')
-            o.user_data = buf[p:q]
+            o0.user_data = buf[p:q]
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolSubscription', 2, p, 'null array in OwnedPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolSubscription', 2, p, 'array OwnedPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerProtocolSubscription_TopicPartition_2(buf, p)
-                app(e)
-            o.owned_partitions = lst
-        o.generation_id, = _S_0.unpack_from(buf, p)
+                o1 = new(_ConsumerProtocolSubscription_TopicPartition)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolSubscription', 2, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ConsumerProtocolSubscription', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolSubscription', 2, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ConsumerProtocolSubscription', 2, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.owned_partitions = lst0
+        o0.generation_id, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerProtocolSubscription', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerProtocolSubscription_TopicPartition_3(buf, p):
-    o = new(_ConsumerProtocolSubscription_TopicPartition)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ConsumerProtocolSubscription', 3, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerProtocolSubscription', 3, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ConsumerProtocolSubscription', 3, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerProtocolSubscription', 3, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerProtocolSubscription', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ConsumerProtocolSubscription_3(buf, p):
-    o = new(ConsumerProtocolSubscription)
+    end = len(buf)
     try:
+        o0 = new(ConsumerProtocolSubscription)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolSubscription', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolSubscription', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -303,51 +290,72 @@ def _d_ConsumerProtocolSubscription_3(buf, p):
                     raise DecodeError('ConsumerProtocolSubscription', 3, p, 'null string in Topics')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('ConsumerProtocolSubscription', 3, p, 'Topics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.topics = lst
+                app0(e0)
+            o0.topics = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.user_data = None
+            o0.user_data = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolSubscription', 3, p, 'UserData runs past the frame')
-            o.user_data = buf[p:q]
+            o0.user_data = buf[p:q]
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolSubscription', 3, p, 'null array in OwnedPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolSubscription', 3, p, 'array OwnedPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerProtocolSubscription_TopicPartition_3(buf, p)
-                app(e)
-            o.owned_partitions = lst
-        o.generation_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+                o1 = new(_ConsumerProtocolSubscription_TopicPartition)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolSubscription', 3, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ConsumerProtocolSubscription', 3, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolSubscription', 3, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ConsumerProtocolSubscription', 3, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.owned_partitions = lst0
+        o0.generation_id, n = _S_2.unpack_from(buf, p)
+        p += 6
         if n < 0:
-            o.rack_id = None
+            o0.rack_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolSubscription', 3, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerProtocolSubscription', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ConsumerProtocolSubscription_0(o, b, h):
     lst = o.topics
@@ -470,237 +478,225 @@ class ConsumerProtocolAssignment(KafkaMessage):
 
 ConsumerProtocolAssignment.TopicPartition = _ConsumerProtocolAssignment_TopicPartition
 
-def _d_ConsumerProtocolAssignment_TopicPartition_0(buf, p):
-    o = new(_ConsumerProtocolAssignment_TopicPartition)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ConsumerProtocolAssignment', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerProtocolAssignment', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ConsumerProtocolAssignment', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerProtocolAssignment', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerProtocolAssignment', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ConsumerProtocolAssignment_0(buf, p):
-    o = new(ConsumerProtocolAssignment)
+    end = len(buf)
     try:
+        o0 = new(ConsumerProtocolAssignment)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolAssignment', 0, p, 'null array in AssignedPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolAssignment', 0, p, 'array AssignedPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerProtocolAssignment_TopicPartition_0(buf, p)
-                app(e)
-            o.assigned_partitions = lst
+                o1 = new(_ConsumerProtocolAssignment_TopicPartition)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolAssignment', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ConsumerProtocolAssignment', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolAssignment', 0, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ConsumerProtocolAssignment', 0, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.assigned_partitions = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.user_data = None
+            o0.user_data = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolAssignment', 0, p, 'UserData runs past the frame')
-            o.user_data = buf[p:q]
+            o0.user_data = buf[p:q]
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerProtocolAssignment', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerProtocolAssignment_TopicPartition_1(buf, p):
-    o = new(_ConsumerProtocolAssignment_TopicPartition)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ConsumerProtocolAssignment', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerProtocolAssignment', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ConsumerProtocolAssignment', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerProtocolAssignment', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerProtocolAssignment', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ConsumerProtocolAssignment_1(buf, p):
-    o = new(ConsumerProtocolAssignment)
+    end = len(buf)
     try:
+        o0 = new(ConsumerProtocolAssignment)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolAssignment', 1, p, 'null array in AssignedPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolAssignment', 1, p, 'array AssignedPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerProtocolAssignment_TopicPartition_1(buf, p)
-                app(e)
-            o.assigned_partitions = lst
+                o1 = new(_ConsumerProtocolAssignment_TopicPartition)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolAssignment', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ConsumerProtocolAssignment', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolAssignment', 1, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ConsumerProtocolAssignment', 1, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.assigned_partitions = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.user_data = None
+            o0.user_data = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolAssignment', 1, p, 'UserData runs past the frame')
-            o.user_data = buf[p:q]
+            o0.user_data = buf[p:q]
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerProtocolAssignment', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerProtocolAssignment_TopicPartition_2(buf, p):
-    o = new(_ConsumerProtocolAssignment_TopicPartition)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ConsumerProtocolAssignment', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerProtocolAssignment', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ConsumerProtocolAssignment', 2, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerProtocolAssignment', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerProtocolAssignment', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ConsumerProtocolAssignment_2(buf, p):
-    o = new(ConsumerProtocolAssignment)
+    end = len(buf)
     try:
+        o0 = new(ConsumerProtocolAssignment)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolAssignment', 2, p, 'null array in AssignedPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolAssignment', 2, p, 'array AssignedPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerProtocolAssignment_TopicPartition_2(buf, p)
-                app(e)
-            o.assigned_partitions = lst
+                o1 = new(_ConsumerProtocolAssignment_TopicPartition)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolAssignment', 2, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ConsumerProtocolAssignment', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolAssignment', 2, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ConsumerProtocolAssignment', 2, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.assigned_partitions = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.user_data = None
+            o0.user_data = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolAssignment', 2, p, 'UserData runs past the frame')
-            o.user_data = buf[p:q]
+            o0.user_data = buf[p:q]
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerProtocolAssignment', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ConsumerProtocolAssignment_TopicPartition_3(buf, p):
-    o = new(_ConsumerProtocolAssignment_TopicPartition)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ConsumerProtocolAssignment', 3, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ConsumerProtocolAssignment', 3, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ConsumerProtocolAssignment', 3, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ConsumerProtocolAssignment', 3, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ConsumerProtocolAssignment', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ConsumerProtocolAssignment_3(buf, p):
-    o = new(ConsumerProtocolAssignment)
+    end = len(buf)
     try:
+        o0 = new(ConsumerProtocolAssignment)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ConsumerProtocolAssignment', 3, p, 'null array in AssignedPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ConsumerProtocolAssignment', 3, p, 'array AssignedPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ConsumerProtocolAssignment_TopicPartition_3(buf, p)
-                app(e)
-            o.assigned_partitions = lst
+                o1 = new(_ConsumerProtocolAssignment_TopicPartition)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolAssignment', 3, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ConsumerProtocolAssignment', 3, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ConsumerProtocolAssignment', 3, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ConsumerProtocolAssignment', 3, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.assigned_partitions = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.user_data = None
+            o0.user_data = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ConsumerProtocolAssignment', 3, p, 'UserData runs past the frame')
-            o.user_data = buf[p:q]
+            o0.user_data = buf[p:q]
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ConsumerProtocolAssignment', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ConsumerProtocolAssignment_TopicPartition_0(o, b, h):
     s = o.topic

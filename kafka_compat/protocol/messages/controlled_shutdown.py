@@ -12,12 +12,33 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>iq')
-_S_2 = _Struct('>h')
+_S_2 = _Struct('>iqB')
+_S_3 = _Struct('>hi')
+_S_4 = _Struct('>h')
+_S_5 = _Struct('>hB')
+_S_6 = _Struct('>iB')
 
 
 class ControlledShutdownRequest(KafkaMessage):
@@ -37,65 +58,69 @@ class ControlledShutdownRequest(KafkaMessage):
 
 
 def _d_ControlledShutdownRequest_0(buf, p):
-    o = new(ControlledShutdownRequest)
-    o.broker_epoch = -1
+    end = len(buf)
     try:
-        o.broker_id, = _S_0.unpack_from(buf, p)
+        o0 = new(ControlledShutdownRequest)
+        o0.broker_epoch = -1
+        o0.broker_id, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ControlledShutdownRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ControlledShutdownRequest_1(buf, p):
-    o = new(ControlledShutdownRequest)
-    o.broker_epoch = -1
+    end = len(buf)
     try:
-        o.broker_id, = _S_0.unpack_from(buf, p)
+        o0 = new(ControlledShutdownRequest)
+        o0.broker_epoch = -1
+        o0.broker_id, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ControlledShutdownRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ControlledShutdownRequest_2(buf, p):
-    o = new(ControlledShutdownRequest)
+    end = len(buf)
     try:
-        o.broker_id, o.broker_epoch = _S_1.unpack_from(buf, p)
+        o0 = new(ControlledShutdownRequest)
+        o0.broker_id, o0.broker_epoch = _S_1.unpack_from(buf, p)
         p += 12
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ControlledShutdownRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ControlledShutdownRequest_3(buf, p):
-    o = new(ControlledShutdownRequest)
+    end = len(buf)
     try:
-        o.broker_id, o.broker_epoch = _S_1.unpack_from(buf, p)
+        o0 = new(ControlledShutdownRequest)
+        o0.broker_id, o0.broker_epoch, k = _S_2.unpack_from(buf, p)
         p += 12
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ControlledShutdownRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ControlledShutdownRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ControlledShutdownRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ControlledShutdownRequest_0(o, b, h):
     b += _S_0.pack(o.broker_id)
@@ -143,185 +168,119 @@ class ControlledShutdownResponse(KafkaMessage):
 
 ControlledShutdownResponse.RemainingPartition = _ControlledShutdownResponse_RemainingPartition
 
-def _d_ControlledShutdownResponse_RemainingPartition_0(buf, p):
-    o = new(_ControlledShutdownResponse_RemainingPartition)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ControlledShutdownResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ControlledShutdownResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ControlledShutdownResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ControlledShutdownResponse_0(buf, p):
-    o = new(ControlledShutdownResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ControlledShutdownResponse)
+        o0.error_code, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('ControlledShutdownResponse', 0, p, 'null array in RemainingPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ControlledShutdownResponse', 0, p, 'array RemainingPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ControlledShutdownResponse_RemainingPartition_0(buf, p)
-                app(e)
-            o.remaining_partitions = lst
-        o.unknown_tags = None
+                o1 = new(_ControlledShutdownResponse_RemainingPartition)
+                n, = _S_4.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ControlledShutdownResponse', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ControlledShutdownResponse', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, = _S_0.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.remaining_partitions = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ControlledShutdownResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ControlledShutdownResponse_RemainingPartition_1(buf, p):
-    o = new(_ControlledShutdownResponse_RemainingPartition)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ControlledShutdownResponse', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ControlledShutdownResponse', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ControlledShutdownResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ControlledShutdownResponse_1(buf, p):
-    o = new(ControlledShutdownResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ControlledShutdownResponse)
+        o0.error_code, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('ControlledShutdownResponse', 1, p, 'null array in RemainingPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ControlledShutdownResponse', 1, p, 'array RemainingPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ControlledShutdownResponse_RemainingPartition_1(buf, p)
-                app(e)
-            o.remaining_partitions = lst
-        o.unknown_tags = None
+                o1 = new(_ControlledShutdownResponse_RemainingPartition)
+                n, = _S_4.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ControlledShutdownResponse', 1, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ControlledShutdownResponse', 1, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, = _S_0.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.remaining_partitions = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ControlledShutdownResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ControlledShutdownResponse_RemainingPartition_2(buf, p):
-    o = new(_ControlledShutdownResponse_RemainingPartition)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ControlledShutdownResponse', 2, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ControlledShutdownResponse', 2, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ControlledShutdownResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ControlledShutdownResponse_2(buf, p):
-    o = new(ControlledShutdownResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ControlledShutdownResponse)
+        o0.error_code, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('ControlledShutdownResponse', 2, p, 'null array in RemainingPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ControlledShutdownResponse', 2, p, 'array RemainingPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ControlledShutdownResponse_RemainingPartition_2(buf, p)
-                app(e)
-            o.remaining_partitions = lst
-        o.unknown_tags = None
+                o1 = new(_ControlledShutdownResponse_RemainingPartition)
+                n, = _S_4.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ControlledShutdownResponse', 2, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ControlledShutdownResponse', 2, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, = _S_0.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.remaining_partitions = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ControlledShutdownResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ControlledShutdownResponse_RemainingPartition_3(buf, p):
-    o = new(_ControlledShutdownResponse_RemainingPartition)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ControlledShutdownResponse', 3, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ControlledShutdownResponse', 3, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ControlledShutdownResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ControlledShutdownResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ControlledShutdownResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ControlledShutdownResponse_3(buf, p):
-    o = new(ControlledShutdownResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(ControlledShutdownResponse)
+        o0.error_code, k = _S_5.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -329,47 +288,91 @@ def _d_ControlledShutdownResponse_3(buf, p):
         if n < 0:
             raise DecodeError('ControlledShutdownResponse', 3, p, 'null array in RemainingPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ControlledShutdownResponse', 3, p, 'array RemainingPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ControlledShutdownResponse_RemainingPartition_3(buf, p)
-                app(e)
-            o.remaining_partitions = lst
+                o1 = new(_ControlledShutdownResponse_RemainingPartition)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ControlledShutdownResponse', 3, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ControlledShutdownResponse', 3, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ControlledShutdownResponse', 3, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition_index, k = _S_6.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ControlledShutdownResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ControlledShutdownResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.remaining_partitions = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ControlledShutdownResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ControlledShutdownResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ControlledShutdownResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ControlledShutdownResponse_RemainingPartition_0(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_4.pack(len(s))
     b += s
     b += _S_0.pack(o.partition_index)
 
 def _e_ControlledShutdownResponse_0(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_4.pack(o.error_code)
     lst = o.remaining_partitions
     b += _S_0.pack(len(lst))
     for e in lst:
@@ -392,7 +395,7 @@ def _e_ControlledShutdownResponse_RemainingPartition_3(o, b, h):
         b.append(0)
 
 def _e_ControlledShutdownResponse_3(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_4.pack(o.error_code)
     lst = o.remaining_partitions
     n = len(lst) + 1
     if n < 128:

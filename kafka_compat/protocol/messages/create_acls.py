@@ -12,13 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>i')
-_S_1 = _Struct('>b')
+_S_1 = _Struct('>bh')
 _S_2 = _Struct('>h')
 _S_3 = _Struct('>bb')
+_S_4 = _Struct('>bB')
+_S_5 = _Struct('>bbB')
+_S_6 = _Struct('>b')
+_S_7 = _Struct('>ii')
+_S_8 = _Struct('>hh')
+_S_9 = _Struct('>iB')
+_S_10 = _Struct('>hB')
 
 
 class _CreateAclsRequest_AclCreation(KafkaStruct):
@@ -53,213 +77,121 @@ class CreateAclsRequest(KafkaMessage):
 
 CreateAclsRequest.AclCreation = _CreateAclsRequest_AclCreation
 
-def _d_CreateAclsRequest_AclCreation_0(buf, p):
-    o = new(_CreateAclsRequest_AclCreation)
-    o.resource_pattern_type = 3
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 0, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 0, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateAclsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_CreateAclsRequest_0(buf, p):
-    o = new(CreateAclsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateAclsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateAclsRequest', 0, p, 'null array in Creations')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateAclsRequest', 0, p, 'array Creations longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateAclsRequest_AclCreation_0(buf, p)
-                app(e)
-            o.creations = lst
-        o.unknown_tags = None
+                o1 = new(_CreateAclsRequest_AclCreation)
+                o1.resource_pattern_type = 3
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('CreateAclsRequest', 0, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateAclsRequest', 0, p, 'null string in Principal')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 0, p, 'Principal runs past the frame')
+                    o1.principal = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateAclsRequest', 0, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 0, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.operation, o1.permission_type = _S_3.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.creations = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateAclsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateAclsRequest_AclCreation_1(buf, p):
-    o = new(_CreateAclsRequest_AclCreation)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_pattern_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 1, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 1, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateAclsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateAclsRequest_1(buf, p):
-    o = new(CreateAclsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateAclsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateAclsRequest', 1, p, 'null array in Creations')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateAclsRequest', 1, p, 'array Creations longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateAclsRequest_AclCreation_1(buf, p)
-                app(e)
-            o.creations = lst
-        o.unknown_tags = None
+                o1 = new(_CreateAclsRequest_AclCreation)
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('CreateAclsRequest', 1, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.resource_pattern_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('CreateAclsRequest', 1, p, 'null string in Principal')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 1, p, 'Principal runs past the frame')
+                    o1.principal = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateAclsRequest', 1, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 1, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.operation, o1.permission_type = _S_3.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.creations = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateAclsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateAclsRequest_AclCreation_2(buf, p):
-    o = new(_CreateAclsRequest_AclCreation)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 2, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 2, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_pattern_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 2, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 2, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateAclsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateAclsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateAclsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateAclsRequest_2(buf, p):
-    o = new(CreateAclsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateAclsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -269,116 +201,132 @@ def _d_CreateAclsRequest_2(buf, p):
         if n < 0:
             raise DecodeError('CreateAclsRequest', 2, p, 'null array in Creations')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateAclsRequest', 2, p, 'array Creations longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateAclsRequest_AclCreation_2(buf, p)
-                app(e)
-            o.creations = lst
+                o1 = new(_CreateAclsRequest_AclCreation)
+                o1.resource_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 2, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateAclsRequest', 2, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateAclsRequest', 2, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.resource_pattern_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 2, p, 'Principal runs past the frame')
+                    o1.principal = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateAclsRequest', 2, p, 'null string in Principal')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateAclsRequest', 2, p, 'Principal runs past the frame')
+                        o1.principal = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 2, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateAclsRequest', 2, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateAclsRequest', 2, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.operation, o1.permission_type, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateAclsRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateAclsRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.creations = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateAclsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateAclsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateAclsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateAclsRequest_AclCreation_3(buf, p):
-    o = new(_CreateAclsRequest_AclCreation)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 3, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 3, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_pattern_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 3, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 3, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateAclsRequest', 3, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsRequest', 3, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateAclsRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateAclsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateAclsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateAclsRequest_3(buf, p):
-    o = new(CreateAclsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateAclsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -388,40 +336,130 @@ def _d_CreateAclsRequest_3(buf, p):
         if n < 0:
             raise DecodeError('CreateAclsRequest', 3, p, 'null array in Creations')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateAclsRequest', 3, p, 'array Creations longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateAclsRequest_AclCreation_3(buf, p)
-                app(e)
-            o.creations = lst
+                o1 = new(_CreateAclsRequest_AclCreation)
+                o1.resource_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 3, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateAclsRequest', 3, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateAclsRequest', 3, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.resource_pattern_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 3, p, 'Principal runs past the frame')
+                    o1.principal = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateAclsRequest', 3, p, 'null string in Principal')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateAclsRequest', 3, p, 'Principal runs past the frame')
+                        o1.principal = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateAclsRequest', 3, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateAclsRequest', 3, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateAclsRequest', 3, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.operation, o1.permission_type, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateAclsRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateAclsRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.creations = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateAclsRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateAclsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateAclsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_CreateAclsRequest_AclCreation_0(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -443,12 +481,12 @@ def _e_CreateAclsRequest_0(o, b, h):
         _e_CreateAclsRequest_AclCreation_0(e, b, h)
 
 def _e_CreateAclsRequest_AclCreation_1(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
     b += s
-    b += _S_1.pack(o.resource_pattern_type)
+    b += _S_6.pack(o.resource_pattern_type)
     s = o.principal
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -466,7 +504,7 @@ def _e_CreateAclsRequest_1(o, b, h):
         _e_CreateAclsRequest_AclCreation_1(e, b, h)
 
 def _e_CreateAclsRequest_AclCreation_2(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1
@@ -475,7 +513,7 @@ def _e_CreateAclsRequest_AclCreation_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.resource_pattern_type)
+    b += _S_6.pack(o.resource_pattern_type)
     s = o.principal
     s = s.encode()
     n = len(s) + 1
@@ -546,142 +584,80 @@ class CreateAclsResponse(KafkaMessage):
 
 CreateAclsResponse.AclCreationResult = _CreateAclsResponse_AclCreationResult
 
-def _d_CreateAclsResponse_AclCreationResult_0(buf, p):
-    o = new(_CreateAclsResponse_AclCreationResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateAclsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_CreateAclsResponse_0(buf, p):
-    o = new(CreateAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(CreateAclsResponse)
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('CreateAclsResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateAclsResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateAclsResponse_AclCreationResult_0(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_CreateAclsResponse_AclCreationResult)
+                o1.error_code, n = _S_8.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateAclsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateAclsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateAclsResponse_AclCreationResult_1(buf, p):
-    o = new(_CreateAclsResponse_AclCreationResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateAclsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateAclsResponse_1(buf, p):
-    o = new(CreateAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(CreateAclsResponse)
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('CreateAclsResponse', 1, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateAclsResponse', 1, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateAclsResponse_AclCreationResult_1(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_CreateAclsResponse_AclCreationResult)
+                o1.error_code, n = _S_8.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateAclsResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateAclsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateAclsResponse_AclCreationResult_2(buf, p):
-    o = new(_CreateAclsResponse_AclCreationResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateAclsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateAclsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateAclsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateAclsResponse_2(buf, p):
-    o = new(CreateAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(CreateAclsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -689,88 +665,89 @@ def _d_CreateAclsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('CreateAclsResponse', 2, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateAclsResponse', 2, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateAclsResponse_AclCreationResult_2(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_CreateAclsResponse_AclCreationResult)
+                o1.error_code, k = _S_10.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateAclsResponse', 2, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateAclsResponse', 2, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateAclsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateAclsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateAclsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateAclsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateAclsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateAclsResponse_AclCreationResult_3(buf, p):
-    o = new(_CreateAclsResponse_AclCreationResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateAclsResponse', 3, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateAclsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateAclsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateAclsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateAclsResponse_3(buf, p):
-    o = new(CreateAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(CreateAclsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -778,37 +755,80 @@ def _d_CreateAclsResponse_3(buf, p):
         if n < 0:
             raise DecodeError('CreateAclsResponse', 3, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateAclsResponse', 3, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateAclsResponse_AclCreationResult_3(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_CreateAclsResponse_AclCreationResult)
+                o1.error_code, k = _S_10.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateAclsResponse', 3, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateAclsResponse', 3, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateAclsResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateAclsResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateAclsResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateAclsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateAclsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_CreateAclsResponse_AclCreationResult_0(o, b, h):
     b += _S_2.pack(o.error_code)

@@ -12,13 +12,36 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
 _S_2 = _Struct('>q')
-_S_3 = _Struct('>qqq')
+_S_3 = _Struct('>qB')
+_S_4 = _Struct('>hh')
+_S_5 = _Struct('>qqqh')
+_S_6 = _Struct('>hB')
+_S_7 = _Struct('>qqqB')
+_S_8 = _Struct('>iB')
+_S_9 = _Struct('>qqq')
 
 
 class _CreateDelegationTokenRequest_CreatableRenewers(KafkaStruct):
@@ -51,172 +74,106 @@ class CreateDelegationTokenRequest(KafkaMessage):
 
 CreateDelegationTokenRequest.CreatableRenewers = _CreateDelegationTokenRequest_CreatableRenewers
 
-def _d_CreateDelegationTokenRequest_CreatableRenewers_0(buf, p):
-    o = new(_CreateDelegationTokenRequest_CreatableRenewers)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenRequest', 0, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateDelegationTokenRequest', 0, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenRequest', 0, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateDelegationTokenRequest', 0, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateDelegationTokenRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_CreateDelegationTokenRequest_0(buf, p):
-    o = new(CreateDelegationTokenRequest)
-    o.owner_principal_type = ''
-    o.owner_principal_name = ''
+    end = len(buf)
     try:
+        o0 = new(CreateDelegationTokenRequest)
+        o0.owner_principal_type = ''
+        o0.owner_principal_name = ''
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 0, p, 'null array in Renewers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateDelegationTokenRequest', 0, p, 'array Renewers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateDelegationTokenRequest_CreatableRenewers_0(buf, p)
-                app(e)
-            o.renewers = lst
-        o.max_lifetime_ms, = _S_2.unpack_from(buf, p)
+                o1 = new(_CreateDelegationTokenRequest_CreatableRenewers)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateDelegationTokenRequest', 0, p, 'null string in PrincipalType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateDelegationTokenRequest', 0, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateDelegationTokenRequest', 0, p, 'null string in PrincipalName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateDelegationTokenRequest', 0, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.renewers = lst0
+        o0.max_lifetime_ms, = _S_2.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateDelegationTokenRequest_CreatableRenewers_1(buf, p):
-    o = new(_CreateDelegationTokenRequest_CreatableRenewers)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenRequest', 1, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateDelegationTokenRequest', 1, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenRequest', 1, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateDelegationTokenRequest', 1, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateDelegationTokenRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateDelegationTokenRequest_1(buf, p):
-    o = new(CreateDelegationTokenRequest)
-    o.owner_principal_type = ''
-    o.owner_principal_name = ''
+    end = len(buf)
     try:
+        o0 = new(CreateDelegationTokenRequest)
+        o0.owner_principal_type = ''
+        o0.owner_principal_name = ''
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 1, p, 'null array in Renewers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateDelegationTokenRequest', 1, p, 'array Renewers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateDelegationTokenRequest_CreatableRenewers_1(buf, p)
-                app(e)
-            o.renewers = lst
-        o.max_lifetime_ms, = _S_2.unpack_from(buf, p)
+                o1 = new(_CreateDelegationTokenRequest_CreatableRenewers)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateDelegationTokenRequest', 1, p, 'null string in PrincipalType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateDelegationTokenRequest', 1, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateDelegationTokenRequest', 1, p, 'null string in PrincipalName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateDelegationTokenRequest', 1, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.renewers = lst0
+        o0.max_lifetime_ms, = _S_2.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateDelegationTokenRequest_CreatableRenewers_2(buf, p):
-    o = new(_CreateDelegationTokenRequest_CreatableRenewers)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenRequest', 2, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateDelegationTokenRequest', 2, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenRequest', 2, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateDelegationTokenRequest', 2, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateDelegationTokenRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateDelegationTokenRequest_2(buf, p):
-    o = new(CreateDelegationTokenRequest)
-    o.owner_principal_type = ''
-    o.owner_principal_name = ''
+    end = len(buf)
     try:
+        o0 = new(CreateDelegationTokenRequest)
+        o0.owner_principal_type = ''
+        o0.owner_principal_name = ''
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -226,126 +183,152 @@ def _d_CreateDelegationTokenRequest_2(buf, p):
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 2, p, 'null array in Renewers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateDelegationTokenRequest', 2, p, 'array Renewers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateDelegationTokenRequest_CreatableRenewers_2(buf, p)
-                app(e)
-            o.renewers = lst
-        o.max_lifetime_ms, = _S_2.unpack_from(buf, p)
+                o1 = new(_CreateDelegationTokenRequest_CreatableRenewers)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateDelegationTokenRequest', 2, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateDelegationTokenRequest', 2, p, 'null string in PrincipalType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateDelegationTokenRequest', 2, p, 'PrincipalType runs past the frame')
+                        o1.principal_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateDelegationTokenRequest', 2, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateDelegationTokenRequest', 2, p, 'null string in PrincipalName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateDelegationTokenRequest', 2, p, 'PrincipalName runs past the frame')
+                        o1.principal_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.renewers = lst0
+        o0.max_lifetime_ms, k = _S_3.unpack_from(buf, p)
         p += 8
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateDelegationTokenRequest_CreatableRenewers_3(buf, p):
-    o = new(_CreateDelegationTokenRequest_CreatableRenewers)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenRequest', 3, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateDelegationTokenRequest', 3, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenRequest', 3, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateDelegationTokenRequest', 3, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateDelegationTokenRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateDelegationTokenRequest_3(buf, p):
-    o = new(CreateDelegationTokenRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.owner_principal_type = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(CreateDelegationTokenRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenRequest', 3, p, 'OwnerPrincipalType runs past the frame')
-            o.owner_principal_type = str(buf[p:q], 'utf-8')
+            o0.owner_principal_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.owner_principal_name = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.owner_principal_type = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenRequest', 3, p, 'OwnerPrincipalType runs past the frame')
+                o0.owner_principal_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenRequest', 3, p, 'OwnerPrincipalName runs past the frame')
-            o.owner_principal_name = str(buf[p:q], 'utf-8')
+            o0.owner_principal_name = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.owner_principal_name = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenRequest', 3, p, 'OwnerPrincipalName runs past the frame')
+                o0.owner_principal_name = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -355,39 +338,103 @@ def _d_CreateDelegationTokenRequest_3(buf, p):
         if n < 0:
             raise DecodeError('CreateDelegationTokenRequest', 3, p, 'null array in Renewers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateDelegationTokenRequest', 3, p, 'array Renewers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateDelegationTokenRequest_CreatableRenewers_3(buf, p)
-                app(e)
-            o.renewers = lst
-        o.max_lifetime_ms, = _S_2.unpack_from(buf, p)
+                o1 = new(_CreateDelegationTokenRequest_CreatableRenewers)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateDelegationTokenRequest', 3, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateDelegationTokenRequest', 3, p, 'null string in PrincipalType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateDelegationTokenRequest', 3, p, 'PrincipalType runs past the frame')
+                        o1.principal_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateDelegationTokenRequest', 3, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateDelegationTokenRequest', 3, p, 'null string in PrincipalName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateDelegationTokenRequest', 3, p, 'PrincipalName runs past the frame')
+                        o1.principal_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.renewers = lst0
+        o0.max_lifetime_ms, k = _S_3.unpack_from(buf, p)
         p += 8
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_CreateDelegationTokenRequest_CreatableRenewers_0(o, b, h):
     s = o.principal_type
@@ -513,21 +560,20 @@ class CreateDelegationTokenResponse(KafkaMessage):
 
 
 def _d_CreateDelegationTokenResponse_0(buf, p):
-    o = new(CreateDelegationTokenResponse)
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(CreateDelegationTokenResponse)
+        o0.token_requester_principal_type = ''
+        o0.token_requester_principal_name = ''
+        o0.error_code, n = _S_4.unpack_from(buf, p)
+        p += 4
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 0, p, 'null string in PrincipalType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 0, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
+            o0.principal_type = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 2
@@ -535,21 +581,19 @@ def _d_CreateDelegationTokenResponse_0(buf, p):
             raise DecodeError('CreateDelegationTokenResponse', 0, p, 'null string in PrincipalName')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 0, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
+            o0.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_3.unpack_from(buf, p)
-        p += 24
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0.issue_timestamp_ms, o0.expiry_timestamp_ms, o0.max_timestamp_ms, n = _S_5.unpack_from(buf, p)
+        p += 26
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 0, p, 'null string in TokenId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 0, p, 'TokenId runs past the frame')
-            o.token_id = str(buf[p:q], 'utf-8')
+            o0.token_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -557,33 +601,32 @@ def _d_CreateDelegationTokenResponse_0(buf, p):
             raise DecodeError('CreateDelegationTokenResponse', 0, p, 'null bytes in Hmac')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 0, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
+            o0.hmac = bytes(buf[p:q])
             p = q
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateDelegationTokenResponse_1(buf, p):
-    o = new(CreateDelegationTokenResponse)
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(CreateDelegationTokenResponse)
+        o0.token_requester_principal_type = ''
+        o0.token_requester_principal_name = ''
+        o0.error_code, n = _S_4.unpack_from(buf, p)
+        p += 4
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 1, p, 'null string in PrincipalType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 1, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
+            o0.principal_type = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 2
@@ -591,21 +634,19 @@ def _d_CreateDelegationTokenResponse_1(buf, p):
             raise DecodeError('CreateDelegationTokenResponse', 1, p, 'null string in PrincipalName')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 1, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
+            o0.principal_name = str(buf[p:q], 'utf-8')
             p = q
-        o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_3.unpack_from(buf, p)
-        p += 24
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0.issue_timestamp_ms, o0.expiry_timestamp_ms, o0.max_timestamp_ms, n = _S_5.unpack_from(buf, p)
+        p += 26
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 1, p, 'null string in TokenId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 1, p, 'TokenId runs past the frame')
-            o.token_id = str(buf[p:q], 'utf-8')
+            o0.token_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -613,68 +654,91 @@ def _d_CreateDelegationTokenResponse_1(buf, p):
             raise DecodeError('CreateDelegationTokenResponse', 1, p, 'null bytes in Hmac')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 1, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
+            o0.hmac = bytes(buf[p:q])
             p = q
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateDelegationTokenResponse_2(buf, p):
-    o = new(CreateDelegationTokenResponse)
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
+        o0 = new(CreateDelegationTokenResponse)
+        o0.token_requester_principal_type = ''
+        o0.token_requester_principal_name = ''
+        o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
+            o0.principal_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in PrincipalType')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
+                o0.principal_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
+            o0.principal_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_3.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in PrincipalName')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
+                o0.principal_name = str(buf[p:q], 'utf-8')
+                p = q
+        o0.issue_timestamp_ms, o0.expiry_timestamp_ms, o0.max_timestamp_ms, k = _S_7.unpack_from(buf, p)
         p += 24
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in TokenId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
-            o.token_id = str(buf[p:q], 'utf-8')
+            o0.token_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null string in TokenId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
+                o0.token_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -685,113 +749,152 @@ def _d_CreateDelegationTokenResponse_2(buf, p):
             raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null bytes in Hmac')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 2, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
+            o0.hmac = bytes(buf[p:q])
             p = q
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0.throttle_time_ms, k = _S_8.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateDelegationTokenResponse_3(buf, p):
-    o = new(CreateDelegationTokenResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
+        o0 = new(CreateDelegationTokenResponse)
+        o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
+            o0.principal_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in PrincipalType')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
+                o0.principal_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
+            o0.principal_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in PrincipalName')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
+                o0.principal_name = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalType runs past the frame')
-            o.token_requester_principal_type = str(buf[p:q], 'utf-8')
+            o0.token_requester_principal_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalType')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalType runs past the frame')
+                o0.token_requester_principal_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalName runs past the frame')
-            o.token_requester_principal_name = str(buf[p:q], 'utf-8')
+            o0.token_requester_principal_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms = _S_3.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalName')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalName runs past the frame')
+                o0.token_requester_principal_name = str(buf[p:q], 'utf-8')
+                p = q
+        o0.issue_timestamp_ms, o0.expiry_timestamp_ms, o0.max_timestamp_ms, k = _S_7.unpack_from(buf, p)
         p += 24
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
-            o.token_id = str(buf[p:q], 'utf-8')
+            o0.token_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null string in TokenId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
+                o0.token_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -802,35 +905,35 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
             raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null bytes in Hmac')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('CreateDelegationTokenResponse', 3, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
+            o0.hmac = bytes(buf[p:q])
             p = q
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0.throttle_time_ms, k = _S_8.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateDelegationTokenResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_CreateDelegationTokenResponse_0(o, b, h):
     b += _S_1.pack(o.error_code)
@@ -842,7 +945,7 @@ def _e_CreateDelegationTokenResponse_0(o, b, h):
     s = s.encode()
     b += _S_1.pack(len(s))
     b += s
-    b += _S_3.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
+    b += _S_9.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
     s = o.token_id
     s = s.encode()
     b += _S_1.pack(len(s))
@@ -870,7 +973,7 @@ def _e_CreateDelegationTokenResponse_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
+    b += _S_9.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
     s = o.token_id
     s = s.encode()
     n = len(s) + 1
@@ -927,7 +1030,7 @@ def _e_CreateDelegationTokenResponse_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
+    b += _S_9.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
     s = o.token_id
     s = s.encode()
     n = len(s) + 1

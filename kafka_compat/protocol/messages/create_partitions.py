@@ -12,12 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>i?')
+_S_2 = _Struct('>ii')
+_S_3 = _Struct('>i?')
+_S_4 = _Struct('>iB')
+_S_5 = _Struct('>i?B')
+_S_6 = _Struct('>hh')
+_S_7 = _Struct('>hB')
 
 
 class _CreatePartitionsRequest_CreatePartitionsAssignment(KafkaStruct):
@@ -61,255 +83,132 @@ class CreatePartitionsRequest(KafkaMessage):
 CreatePartitionsRequest.CreatePartitionsAssignment = _CreatePartitionsRequest_CreatePartitionsAssignment
 CreatePartitionsRequest.CreatePartitionsTopic = _CreatePartitionsRequest_CreatePartitionsTopic
 
-def _d_CreatePartitionsRequest_CreatePartitionsAssignment_0(buf, p):
-    o = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreatePartitionsRequest', 0, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 0, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsRequest_CreatePartitionsTopic_0(buf, p):
-    o = new(_CreatePartitionsRequest_CreatePartitionsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreatePartitionsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.count, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.assignments = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 0, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreatePartitionsRequest_CreatePartitionsAssignment_0(buf, p)
-                app(e)
-            o.assignments = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_CreatePartitionsRequest_0(buf, p):
-    o = new(CreatePartitionsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreatePartitionsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreatePartitionsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreatePartitionsRequest_CreatePartitionsTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_2.unpack_from(buf, p)
+                o1 = new(_CreatePartitionsRequest_CreatePartitionsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreatePartitionsRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreatePartitionsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.count, n = _S_2.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    o1.assignments = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreatePartitionsRequest', 0, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('CreatePartitionsRequest', 0, p, 'null array in BrokerIds')
+                        else:
+                            if n < 64:
+                                o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('CreatePartitionsRequest', 0, p, 'array BrokerIds longer than the frame')
+                                o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.assignments = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only = _S_3.unpack_from(buf, p)
         p += 5
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf, p):
-    o = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreatePartitionsRequest', 1, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 1, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsRequest_CreatePartitionsTopic_1(buf, p):
-    o = new(_CreatePartitionsRequest_CreatePartitionsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreatePartitionsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.count, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.assignments = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 1, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf, p)
-                app(e)
-            o.assignments = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreatePartitionsRequest_1(buf, p):
-    o = new(CreatePartitionsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreatePartitionsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreatePartitionsRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreatePartitionsRequest_CreatePartitionsTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_2.unpack_from(buf, p)
+                o1 = new(_CreatePartitionsRequest_CreatePartitionsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreatePartitionsRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreatePartitionsRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.count, n = _S_2.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    o1.assignments = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreatePartitionsRequest', 1, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('CreatePartitionsRequest', 1, p, 'null array in BrokerIds')
+                        else:
+                            if n < 64:
+                                o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('CreatePartitionsRequest', 1, p, 'array BrokerIds longer than the frame')
+                                o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.assignments = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only = _S_3.unpack_from(buf, p)
         p += 5
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsRequest_CreatePartitionsAssignment_2(buf, p):
-    o = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreatePartitionsRequest', 2, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 2, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsRequest_CreatePartitionsTopic_2(buf, p):
-    o = new(_CreatePartitionsRequest_CreatePartitionsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreatePartitionsRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.count, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.assignments = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 2, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreatePartitionsRequest_CreatePartitionsAssignment_2(buf, p)
-                app(e)
-            o.assignments = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreatePartitionsRequest_2(buf, p):
-    o = new(CreatePartitionsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreatePartitionsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -319,143 +218,146 @@ def _d_CreatePartitionsRequest_2(buf, p):
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreatePartitionsRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreatePartitionsRequest_CreatePartitionsTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_2.unpack_from(buf, p)
+                o1 = new(_CreatePartitionsRequest_CreatePartitionsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreatePartitionsRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreatePartitionsRequest', 2, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreatePartitionsRequest', 2, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.count, k = _S_4.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.assignments = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreatePartitionsRequest', 2, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.broker_ids = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreatePartitionsRequest', 2, p, 'null array in BrokerIds')
+                            else:
+                                if n < 64:
+                                    o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('CreatePartitionsRequest', 2, p, 'array BrokerIds longer than the frame')
+                                    o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.assignments = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only, k = _S_5.unpack_from(buf, p)
         p += 5
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreatePartitionsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreatePartitionsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsRequest_CreatePartitionsAssignment_3(buf, p):
-    o = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreatePartitionsRequest', 3, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 3, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsRequest_CreatePartitionsTopic_3(buf, p):
-    o = new(_CreatePartitionsRequest_CreatePartitionsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreatePartitionsRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.count, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.assignments = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreatePartitionsRequest', 3, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreatePartitionsRequest_CreatePartitionsAssignment_3(buf, p)
-                app(e)
-            o.assignments = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreatePartitionsRequest_3(buf, p):
-    o = new(CreatePartitionsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreatePartitionsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -465,39 +367,141 @@ def _d_CreatePartitionsRequest_3(buf, p):
         if n < 0:
             raise DecodeError('CreatePartitionsRequest', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreatePartitionsRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreatePartitionsRequest_CreatePartitionsTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_2.unpack_from(buf, p)
+                o1 = new(_CreatePartitionsRequest_CreatePartitionsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreatePartitionsRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreatePartitionsRequest', 3, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreatePartitionsRequest', 3, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.count, k = _S_4.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.assignments = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreatePartitionsRequest', 3, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.broker_ids = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreatePartitionsRequest', 3, p, 'null array in BrokerIds')
+                            else:
+                                if n < 64:
+                                    o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('CreatePartitionsRequest', 3, p, 'array BrokerIds longer than the frame')
+                                    o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.assignments = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only, k = _S_5.unpack_from(buf, p)
         p += 5
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreatePartitionsRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreatePartitionsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_0(o, b, h):
     lst = o.broker_ids
@@ -523,7 +527,7 @@ def _e_CreatePartitionsRequest_0(o, b, h):
     b += _S_0.pack(len(lst))
     for e in lst:
         _e_CreatePartitionsRequest_CreatePartitionsTopic_0(e, b, h)
-    b += _S_2.pack(o.timeout_ms, o.validate_only)
+    b += _S_3.pack(o.timeout_ms, o.validate_only)
 
 def _e_CreatePartitionsRequest_CreatePartitionsAssignment_2(o, b, h):
     lst = o.broker_ids
@@ -575,7 +579,7 @@ def _e_CreatePartitionsRequest_2(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_CreatePartitionsRequest_CreatePartitionsTopic_2(e, b, h)
-    b += _S_2.pack(o.timeout_ms, o.validate_only)
+    b += _S_3.pack(o.timeout_ms, o.validate_only)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -615,176 +619,100 @@ class CreatePartitionsResponse(KafkaMessage):
 
 CreatePartitionsResponse.CreatePartitionsTopicResult = _CreatePartitionsResponse_CreatePartitionsTopicResult
 
-def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_0(buf, p):
-    o = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreatePartitionsResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_CreatePartitionsResponse_0(buf, p):
-    o = new(CreatePartitionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(CreatePartitionsResponse)
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('CreatePartitionsResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreatePartitionsResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_0(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreatePartitionsResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreatePartitionsResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, n = _S_6.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreatePartitionsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_1(buf, p):
-    o = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreatePartitionsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreatePartitionsResponse_1(buf, p):
-    o = new(CreatePartitionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(CreatePartitionsResponse)
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('CreatePartitionsResponse', 1, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreatePartitionsResponse', 1, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_1(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreatePartitionsResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreatePartitionsResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, n = _S_6.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreatePartitionsResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_2(buf, p):
-    o = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreatePartitionsResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreatePartitionsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreatePartitionsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreatePartitionsResponse_2(buf, p):
-    o = new(CreatePartitionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(CreatePartitionsResponse)
+        o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -792,102 +720,111 @@ def _d_CreatePartitionsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('CreatePartitionsResponse', 2, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreatePartitionsResponse', 2, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_2(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreatePartitionsResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreatePartitionsResponse', 2, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreatePartitionsResponse', 2, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_7.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreatePartitionsResponse', 2, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreatePartitionsResponse', 2, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreatePartitionsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreatePartitionsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreatePartitionsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreatePartitionsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreatePartitionsResponse_CreatePartitionsTopicResult_3(buf, p):
-    o = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreatePartitionsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreatePartitionsResponse', 3, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreatePartitionsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreatePartitionsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreatePartitionsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreatePartitionsResponse_3(buf, p):
-    o = new(CreatePartitionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(CreatePartitionsResponse)
+        o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -895,37 +832,102 @@ def _d_CreatePartitionsResponse_3(buf, p):
         if n < 0:
             raise DecodeError('CreatePartitionsResponse', 3, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreatePartitionsResponse', 3, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreatePartitionsResponse_CreatePartitionsTopicResult_3(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreatePartitionsResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreatePartitionsResponse', 3, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreatePartitionsResponse', 3, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_7.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreatePartitionsResponse', 3, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreatePartitionsResponse', 3, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreatePartitionsResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreatePartitionsResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreatePartitionsResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreatePartitionsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreatePartitionsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_CreatePartitionsResponse_CreatePartitionsTopicResult_0(o, b, h):
     s = o.name

@@ -12,15 +12,41 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>ih')
-_S_3 = _Struct('>i?')
-_S_4 = _Struct('>?b?')
-_S_5 = _Struct('>16sh')
+_S_2 = _Struct('>ihi')
+_S_3 = _Struct('>ii')
+_S_4 = _Struct('>i?')
+_S_5 = _Struct('>ihB')
+_S_6 = _Struct('>iB')
+_S_7 = _Struct('>i?B')
+_S_8 = _Struct('>ih')
+_S_9 = _Struct('>hh')
+_S_10 = _Struct('>hB')
+_S_11 = _Struct('>?b?B')
+_S_12 = _Struct('>16shB')
+_S_13 = _Struct('>?b?')
+_S_14 = _Struct('>16sh')
 
 
 class _CreateTopicsRequest_CreatableReplicaAssignment(KafkaStruct):
@@ -79,764 +105,486 @@ CreateTopicsRequest.CreatableReplicaAssignment = _CreateTopicsRequest_CreatableR
 CreateTopicsRequest.CreatableTopicConfig = _CreateTopicsRequest_CreatableTopicConfig
 CreateTopicsRequest.CreatableTopic = _CreateTopicsRequest_CreatableTopic
 
-def _d_CreateTopicsRequest_CreatableReplicaAssignment_0(buf, p):
-    o = new(_CreateTopicsRequest_CreatableReplicaAssignment)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 0, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 0, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopicConfig_0(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopicConfig)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 0, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopic_0(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 0, p, 'null array in Assignments')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 0, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_0(buf, p)
-                app(e)
-            o.assignments = lst
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 0, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 0, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopicConfig_0(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_CreateTopicsRequest_0(buf, p):
-    o = new(CreateTopicsRequest)
-    o.validate_only = False
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsRequest)
+        o0.validate_only = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_CreateTopicsRequest_CreatableTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.num_partitions, o1.replication_factor, n = _S_2.unpack_from(buf, p)
+                p += 10
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 0, p, 'null array in Assignments')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 0, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
+                        o2.partition_index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 0, p, 'null array in BrokerIds')
+                        else:
+                            if n < 64:
+                                o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 0, p, 'array BrokerIds longer than the frame')
+                                o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.assignments = lst1
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 0, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 0, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableTopicConfig)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 0, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 0, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableReplicaAssignment_1(buf, p):
-    o = new(_CreateTopicsRequest_CreatableReplicaAssignment)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 1, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 1, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopicConfig_1(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopicConfig)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 1, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopic_1(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 1, p, 'null array in Assignments')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 1, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_1(buf, p)
-                app(e)
-            o.assignments = lst
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 1, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 1, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopicConfig_1(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsRequest_1(buf, p):
-    o = new(CreateTopicsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
+                o1 = new(_CreateTopicsRequest_CreatableTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.num_partitions, o1.replication_factor, n = _S_2.unpack_from(buf, p)
+                p += 10
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 1, p, 'null array in Assignments')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 1, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
+                        o2.partition_index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 1, p, 'null array in BrokerIds')
+                        else:
+                            if n < 64:
+                                o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 1, p, 'array BrokerIds longer than the frame')
+                                o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.assignments = lst1
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 1, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 1, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableTopicConfig)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 1, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 1, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 1, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only = _S_4.unpack_from(buf, p)
         p += 5
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableReplicaAssignment_2(buf, p):
-    o = new(_CreateTopicsRequest_CreatableReplicaAssignment)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 2, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 2, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopicConfig_2(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopicConfig)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 2, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopic_2(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 2, p, 'null array in Assignments')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 2, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_2(buf, p)
-                app(e)
-            o.assignments = lst
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 2, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 2, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopicConfig_2(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsRequest_2(buf, p):
-    o = new(CreateTopicsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
+                o1 = new(_CreateTopicsRequest_CreatableTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.num_partitions, o1.replication_factor, n = _S_2.unpack_from(buf, p)
+                p += 10
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 2, p, 'null array in Assignments')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 2, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
+                        o2.partition_index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 2, p, 'null array in BrokerIds')
+                        else:
+                            if n < 64:
+                                o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 2, p, 'array BrokerIds longer than the frame')
+                                o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.assignments = lst1
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 2, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 2, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableTopicConfig)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 2, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 2, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 2, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only = _S_4.unpack_from(buf, p)
         p += 5
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableReplicaAssignment_3(buf, p):
-    o = new(_CreateTopicsRequest_CreatableReplicaAssignment)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 3, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 3, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopicConfig_3(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopicConfig)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 3, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopic_3(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 3, p, 'null array in Assignments')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 3, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_3(buf, p)
-                app(e)
-            o.assignments = lst
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 3, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 3, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopicConfig_3(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsRequest_3(buf, p):
-    o = new(CreateTopicsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
+                o1 = new(_CreateTopicsRequest_CreatableTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.num_partitions, o1.replication_factor, n = _S_2.unpack_from(buf, p)
+                p += 10
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 3, p, 'null array in Assignments')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 3, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
+                        o2.partition_index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 3, p, 'null array in BrokerIds')
+                        else:
+                            if n < 64:
+                                o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 3, p, 'array BrokerIds longer than the frame')
+                                o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.assignments = lst1
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 3, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 3, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableTopicConfig)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 3, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 3, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 3, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only = _S_4.unpack_from(buf, p)
         p += 5
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableReplicaAssignment_4(buf, p):
-    o = new(_CreateTopicsRequest_CreatableReplicaAssignment)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 4, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 4, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopicConfig_4(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopicConfig)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 4, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopic_4(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 4, p, 'null array in Assignments')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 4, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_4(buf, p)
-                app(e)
-            o.assignments = lst
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 4, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 4, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopicConfig_4(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsRequest_4(buf, p):
-    o = new(CreateTopicsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
+                o1 = new(_CreateTopicsRequest_CreatableTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsRequest', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.num_partitions, o1.replication_factor, n = _S_2.unpack_from(buf, p)
+                p += 10
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 4, p, 'null array in Assignments')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 4, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
+                        o2.partition_index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 4, p, 'null array in BrokerIds')
+                        else:
+                            if n < 64:
+                                o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 4, p, 'array BrokerIds longer than the frame')
+                                o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.assignments = lst1
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 4, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 4, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableTopicConfig)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('CreateTopicsRequest', 4, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 4, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 4, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only = _S_4.unpack_from(buf, p)
         p += 5
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableReplicaAssignment_5(buf, p):
-    o = new(_CreateTopicsRequest_CreatableReplicaAssignment)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 5, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 5, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopicConfig_5(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopicConfig)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 5, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopic_5(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 5, p, 'null array in Assignments')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 5, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_5(buf, p)
-                app(e)
-            o.assignments = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 5, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 5, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopicConfig_5(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsRequest_5(buf, p):
-    o = new(CreateTopicsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -846,217 +594,228 @@ def _d_CreateTopicsRequest_5(buf, p):
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
+                o1 = new(_CreateTopicsRequest_CreatableTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsRequest', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateTopicsRequest', 5, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsRequest', 5, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.num_partitions, o1.replication_factor, k = _S_5.unpack_from(buf, p)
+                p += 6
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 5, p, 'null array in Assignments')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 5, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
+                        o2.partition_index, k = _S_6.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.broker_ids = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsRequest', 5, p, 'null array in BrokerIds')
+                            else:
+                                if n < 64:
+                                    o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('CreateTopicsRequest', 5, p, 'array BrokerIds longer than the frame')
+                                    o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.assignments = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 5, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 5, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableTopicConfig)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 5, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsRequest', 5, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsRequest', 5, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 5, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsRequest', 5, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only, k = _S_7.unpack_from(buf, p)
         p += 5
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateTopicsRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateTopicsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableReplicaAssignment_6(buf, p):
-    o = new(_CreateTopicsRequest_CreatableReplicaAssignment)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 6, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 6, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopicConfig_6(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopicConfig)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 6, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopic_6(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 6, p, 'null array in Assignments')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 6, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_6(buf, p)
-                app(e)
-            o.assignments = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 6, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 6, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopicConfig_6(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsRequest_6(buf, p):
-    o = new(CreateTopicsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1066,217 +825,228 @@ def _d_CreateTopicsRequest_6(buf, p):
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsRequest', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopic_6(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
+                o1 = new(_CreateTopicsRequest_CreatableTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsRequest', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateTopicsRequest', 6, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsRequest', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.num_partitions, o1.replication_factor, k = _S_5.unpack_from(buf, p)
+                p += 6
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 6, p, 'null array in Assignments')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 6, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
+                        o2.partition_index, k = _S_6.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.broker_ids = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsRequest', 6, p, 'null array in BrokerIds')
+                            else:
+                                if n < 64:
+                                    o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('CreateTopicsRequest', 6, p, 'array BrokerIds longer than the frame')
+                                    o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.assignments = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 6, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 6, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableTopicConfig)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 6, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsRequest', 6, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsRequest', 6, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 6, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsRequest', 6, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only, k = _S_7.unpack_from(buf, p)
         p += 5
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateTopicsRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateTopicsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableReplicaAssignment_7(buf, p):
-    o = new(_CreateTopicsRequest_CreatableReplicaAssignment)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 7, p, 'null array in BrokerIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 7, p, 'array BrokerIds longer than the frame')
-            o.broker_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopicConfig_7(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopicConfig)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 7, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsRequest_CreatableTopic_7(buf, p):
-    o = new(_CreateTopicsRequest_CreatableTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsRequest', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 7, p, 'null array in Assignments')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 7, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableReplicaAssignment_7(buf, p)
-                app(e)
-            o.assignments = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsRequest', 7, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsRequest', 7, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopicConfig_7(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsRequest_7(buf, p):
-    o = new(CreateTopicsRequest)
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1286,39 +1056,223 @@ def _d_CreateTopicsRequest_7(buf, p):
         if n < 0:
             raise DecodeError('CreateTopicsRequest', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsRequest', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsRequest_CreatableTopic_7(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, o.validate_only = _S_3.unpack_from(buf, p)
+                o1 = new(_CreateTopicsRequest_CreatableTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsRequest', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateTopicsRequest', 7, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsRequest', 7, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.num_partitions, o1.replication_factor, k = _S_5.unpack_from(buf, p)
+                p += 6
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 7, p, 'null array in Assignments')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 7, p, 'array Assignments longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
+                        o2.partition_index, k = _S_6.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.broker_ids = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsRequest', 7, p, 'null array in BrokerIds')
+                            else:
+                                if n < 64:
+                                    o2.broker_ids = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('CreateTopicsRequest', 7, p, 'array BrokerIds longer than the frame')
+                                    o2.broker_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.assignments = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('CreateTopicsRequest', 7, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsRequest', 7, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsRequest_CreatableTopicConfig)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 7, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsRequest', 7, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsRequest', 7, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsRequest', 7, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsRequest', 7, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, o0.validate_only, k = _S_7.unpack_from(buf, p)
         p += 5
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateTopicsRequest', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateTopicsRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_0(o, b, h):
     b += _S_0.pack(o.partition_index)
@@ -1344,7 +1298,7 @@ def _e_CreateTopicsRequest_CreatableTopic_0(o, b, h):
     s = s.encode()
     b += _S_1.pack(len(s))
     b += s
-    b += _S_2.pack(o.num_partitions, o.replication_factor)
+    b += _S_8.pack(o.num_partitions, o.replication_factor)
     lst = o.assignments
     b += _S_0.pack(len(lst))
     for e in lst:
@@ -1366,7 +1320,7 @@ def _e_CreateTopicsRequest_1(o, b, h):
     b += _S_0.pack(len(lst))
     for e in lst:
         _e_CreateTopicsRequest_CreatableTopic_0(e, b, h)
-    b += _S_3.pack(o.timeout_ms, o.validate_only)
+    b += _S_4.pack(o.timeout_ms, o.validate_only)
 
 def _e_CreateTopicsRequest_CreatableReplicaAssignment_5(o, b, h):
     b += _S_0.pack(o.partition_index)
@@ -1418,7 +1372,7 @@ def _e_CreateTopicsRequest_CreatableTopic_5(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.num_partitions, o.replication_factor)
+    b += _S_8.pack(o.num_partitions, o.replication_factor)
     lst = o.assignments
     n = len(lst) + 1
     if n < 128:
@@ -1450,7 +1404,7 @@ def _e_CreateTopicsRequest_5(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_CreateTopicsRequest_CreatableTopic_5(e, b, h)
-    b += _S_3.pack(o.timeout_ms, o.validate_only)
+    b += _S_4.pack(o.timeout_ms, o.validate_only)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1510,438 +1464,249 @@ class CreateTopicsResponse(KafkaMessage):
 CreateTopicsResponse.CreatableTopicConfigs = _CreateTopicsResponse_CreatableTopicConfigs
 CreateTopicsResponse.CreatableTopicResult = _CreateTopicsResponse_CreatableTopicResult
 
-def _d_CreateTopicsResponse_CreatableTopicResult_0(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.error_message = ''
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_CreateTopicsResponse_0(buf, p):
-    o = new(CreateTopicsResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsResponse)
+        o0.throttle_time_ms = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicResult_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_CreateTopicsResponse_CreatableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.error_message = ''
+                o1.topic_config_error_code = 0
+                o1.num_partitions = -1
+                o1.replication_factor = -1
+                o1.configs = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, = _S_1.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicResult_1(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsResponse_1(buf, p):
-    o = new(CreateTopicsResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(CreateTopicsResponse)
+        o0.throttle_time_ms = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicResult_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_CreateTopicsResponse_CreatableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.topic_config_error_code = 0
+                o1.num_partitions = -1
+                o1.replication_factor = -1
+                o1.configs = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, n = _S_9.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicResult_2(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsResponse_2(buf, p):
-    o = new(CreateTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(CreateTopicsResponse)
+        o0.throttle_time_ms, n = _S_3.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicResult_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_CreateTopicsResponse_CreatableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.topic_config_error_code = 0
+                o1.num_partitions = -1
+                o1.replication_factor = -1
+                o1.configs = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, n = _S_9.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 2, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicResult_3(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 3, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsResponse_3(buf, p):
-    o = new(CreateTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(CreateTopicsResponse)
+        o0.throttle_time_ms, n = _S_3.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsResponse', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicResult_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_CreateTopicsResponse_CreatableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.topic_config_error_code = 0
+                o1.num_partitions = -1
+                o1.replication_factor = -1
+                o1.configs = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsResponse', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, n = _S_9.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 3, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicResult_4(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 4, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsResponse_4(buf, p):
-    o = new(CreateTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(CreateTopicsResponse)
+        o0.throttle_time_ms, n = _S_3.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsResponse', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicResult_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_CreateTopicsResponse_CreatableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.topic_config_error_code = 0
+                o1.num_partitions = -1
+                o1.replication_factor = -1
+                o1.configs = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('CreateTopicsResponse', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, n = _S_9.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 4, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicConfigs_5(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicConfigs)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 5, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.read_only, o.config_source, o.is_sensitive = _S_4.unpack_from(buf, p)
-        p += 3
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicResult_5(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 5, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.configs = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 5, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicConfigs_5(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.topic_config_error_code, = _S_1.unpack_from(buf, p)
-                        p += 2
-                        buf = whole
-                        if not (o.topic_config_error_code != 0):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsResponse_5(buf, p):
-    o = new(CreateTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(CreateTopicsResponse)
+        o0.throttle_time_ms, k = _S_6.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1949,191 +1714,211 @@ def _d_CreateTopicsResponse_5(buf, p):
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsResponse', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicResult_5(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_CreateTopicsResponse_CreatableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.topic_config_error_code = 0
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateTopicsResponse', 5, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsResponse', 5, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_10.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 5, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsResponse', 5, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.num_partitions, o1.replication_factor, k = _S_5.unpack_from(buf, p)
+                p += 6
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.configs = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsResponse', 5, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsResponse_CreatableTopicConfigs)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsResponse', 5, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsResponse', 5, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsResponse', 5, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsResponse', 5, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsResponse', 5, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.read_only, o2.config_source, o2.is_sensitive, k = _S_11.unpack_from(buf, p)
+                        p += 3
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                o1.topic_config_error_code, = _S_1.unpack_from(buf, p)
+                                p += 2
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.topic_config_error_code != 0):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateTopicsResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateTopicsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicConfigs_6(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicConfigs)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 6, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.read_only, o.config_source, o.is_sensitive = _S_4.unpack_from(buf, p)
-        p += 3
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicResult_6(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 6, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.configs = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 6, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicConfigs_6(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.topic_config_error_code, = _S_1.unpack_from(buf, p)
-                        p += 2
-                        buf = whole
-                        if not (o.topic_config_error_code != 0):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsResponse_6(buf, p):
-    o = new(CreateTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(CreateTopicsResponse)
+        o0.throttle_time_ms, k = _S_6.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2141,190 +1926,211 @@ def _d_CreateTopicsResponse_6(buf, p):
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsResponse', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicResult_6(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_CreateTopicsResponse_CreatableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.topic_config_error_code = 0
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateTopicsResponse', 6, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsResponse', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_10.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 6, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsResponse', 6, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.num_partitions, o1.replication_factor, k = _S_5.unpack_from(buf, p)
+                p += 6
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.configs = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsResponse', 6, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsResponse_CreatableTopicConfigs)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsResponse', 6, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsResponse', 6, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsResponse', 6, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsResponse', 6, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsResponse', 6, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.read_only, o2.config_source, o2.is_sensitive, k = _S_11.unpack_from(buf, p)
+                        p += 3
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                o1.topic_config_error_code, = _S_1.unpack_from(buf, p)
+                                p += 2
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.topic_config_error_code != 0):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateTopicsResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateTopicsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicConfigs_7(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicConfigs)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 7, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.read_only, o.config_source, o.is_sensitive = _S_4.unpack_from(buf, p)
-        p += 3
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_CreateTopicsResponse_CreatableTopicResult_7(buf, p):
-    o = new(_CreateTopicsResponse_CreatableTopicResult)
-    o.topic_config_error_code = 0
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('CreateTopicsResponse', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, o.error_code = _S_5.unpack_from(buf, p)
-        p += 18
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('CreateTopicsResponse', 7, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.num_partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.configs = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('CreateTopicsResponse', 7, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicConfigs_7(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.topic_config_error_code, = _S_1.unpack_from(buf, p)
-                        p += 2
-                        buf = whole
-                        if not (o.topic_config_error_code != 0):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('CreateTopicsResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_CreateTopicsResponse_7(buf, p):
-    o = new(CreateTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(CreateTopicsResponse)
+        o0.throttle_time_ms, k = _S_6.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2332,37 +2138,201 @@ def _d_CreateTopicsResponse_7(buf, p):
         if n < 0:
             raise DecodeError('CreateTopicsResponse', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('CreateTopicsResponse', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_CreateTopicsResponse_CreatableTopicResult_7(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_CreateTopicsResponse_CreatableTopicResult)
+                o1.topic_config_error_code = 0
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('CreateTopicsResponse', 7, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsResponse', 7, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, o1.error_code, k = _S_12.unpack_from(buf, p)
+                p += 18
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('CreateTopicsResponse', 7, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('CreateTopicsResponse', 7, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.num_partitions, o1.replication_factor, k = _S_5.unpack_from(buf, p)
+                p += 6
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.configs = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('CreateTopicsResponse', 7, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_CreateTopicsResponse_CreatableTopicConfigs)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsResponse', 7, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('CreateTopicsResponse', 7, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsResponse', 7, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('CreateTopicsResponse', 7, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('CreateTopicsResponse', 7, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.read_only, o2.config_source, o2.is_sensitive, k = _S_11.unpack_from(buf, p)
+                        p += 3
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
+                            if t1 == 0:
+                                w1, st1 = buf, p
+                                buf = buf[:q1]
+                                end = q1
+                                o1.topic_config_error_code, = _S_1.unpack_from(buf, p)
+                                p += 2
+                                buf = w1
+                                end = len(buf)
+                                if not (o1.topic_config_error_code != 0):
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[st1:q1])))
+                            else:
+                                if u1 is None:
+                                    u1 = []
+                                u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('CreateTopicsResponse', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('CreateTopicsResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('CreateTopicsResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_CreateTopicsResponse_CreatableTopicResult_0(o, b, h):
     s = o.name
@@ -2424,7 +2394,7 @@ def _e_CreateTopicsResponse_CreatableTopicConfigs_5(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_4.pack(o.read_only, o.config_source, o.is_sensitive)
+    b += _S_13.pack(o.read_only, o.config_source, o.is_sensitive)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2452,7 +2422,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_5(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_2.pack(o.num_partitions, o.replication_factor)
+    b += _S_8.pack(o.num_partitions, o.replication_factor)
     lst = o.configs
     if lst is None:
         b.append(0)
@@ -2501,7 +2471,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_7(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.topic_id, o.error_code)
+    b += _S_14.pack(o.topic_id, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -2513,7 +2483,7 @@ def _e_CreateTopicsResponse_CreatableTopicResult_7(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_2.pack(o.num_partitions, o.replication_factor)
+    b += _S_8.pack(o.num_partitions, o.replication_factor)
     lst = o.configs
     if lst is None:
         b.append(0)

@@ -12,13 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>i')
-_S_1 = _Struct('>b')
+_S_1 = _Struct('>bh')
 _S_2 = _Struct('>h')
 _S_3 = _Struct('>bb')
+_S_4 = _Struct('>bB')
+_S_5 = _Struct('>bbB')
+_S_6 = _Struct('>b')
+_S_7 = _Struct('>ii')
+_S_8 = _Struct('>hh')
+_S_9 = _Struct('>iB')
+_S_10 = _Struct('>hB')
 
 
 class _DeleteAclsRequest_DeleteAclsFilter(KafkaStruct):
@@ -53,213 +77,121 @@ class DeleteAclsRequest(KafkaMessage):
 
 DeleteAclsRequest.DeleteAclsFilter = _DeleteAclsRequest_DeleteAclsFilter
 
-def _d_DeleteAclsRequest_DeleteAclsFilter_0(buf, p):
-    o = new(_DeleteAclsRequest_DeleteAclsFilter)
-    o.pattern_type_filter = 3
-    try:
-        o.resource_type_filter, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.resource_name_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 0, p, 'ResourceNameFilter runs past the frame')
-            o.resource_name_filter = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.principal_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 0, p, 'PrincipalFilter runs past the frame')
-            o.principal_filter = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.host_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 0, p, 'HostFilter runs past the frame')
-            o.host_filter = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DeleteAclsRequest_0(buf, p):
-    o = new(DeleteAclsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteAclsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteAclsRequest', 0, p, 'null array in Filters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteAclsRequest', 0, p, 'array Filters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteAclsRequest_DeleteAclsFilter_0(buf, p)
-                app(e)
-            o.filters = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteAclsRequest_DeleteAclsFilter)
+                o1.pattern_type_filter = 3
+                o1.resource_type_filter, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    o1.resource_name_filter = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 0, p, 'ResourceNameFilter runs past the frame')
+                    o1.resource_name_filter = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.principal_filter = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 0, p, 'PrincipalFilter runs past the frame')
+                    o1.principal_filter = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.host_filter = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 0, p, 'HostFilter runs past the frame')
+                    o1.host_filter = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.operation, o1.permission_type = _S_3.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.filters = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsRequest_DeleteAclsFilter_1(buf, p):
-    o = new(_DeleteAclsRequest_DeleteAclsFilter)
-    try:
-        o.resource_type_filter, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.resource_name_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 1, p, 'ResourceNameFilter runs past the frame')
-            o.resource_name_filter = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type_filter, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.principal_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 1, p, 'PrincipalFilter runs past the frame')
-            o.principal_filter = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.host_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 1, p, 'HostFilter runs past the frame')
-            o.host_filter = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteAclsRequest_1(buf, p):
-    o = new(DeleteAclsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteAclsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteAclsRequest', 1, p, 'null array in Filters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteAclsRequest', 1, p, 'array Filters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteAclsRequest_DeleteAclsFilter_1(buf, p)
-                app(e)
-            o.filters = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteAclsRequest_DeleteAclsFilter)
+                o1.resource_type_filter, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    o1.resource_name_filter = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 1, p, 'ResourceNameFilter runs past the frame')
+                    o1.resource_name_filter = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.pattern_type_filter, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    o1.principal_filter = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 1, p, 'PrincipalFilter runs past the frame')
+                    o1.principal_filter = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.host_filter = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 1, p, 'HostFilter runs past the frame')
+                    o1.host_filter = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.operation, o1.permission_type = _S_3.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.filters = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, p):
-    o = new(_DeleteAclsRequest_DeleteAclsFilter)
-    try:
-        o.resource_type_filter, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.resource_name_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 2, p, 'ResourceNameFilter runs past the frame')
-            o.resource_name_filter = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type_filter, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.principal_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 2, p, 'PrincipalFilter runs past the frame')
-            o.principal_filter = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.host_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 2, p, 'HostFilter runs past the frame')
-            o.host_filter = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteAclsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteAclsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteAclsRequest_2(buf, p):
-    o = new(DeleteAclsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteAclsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -269,116 +201,132 @@ def _d_DeleteAclsRequest_2(buf, p):
         if n < 0:
             raise DecodeError('DeleteAclsRequest', 2, p, 'null array in Filters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteAclsRequest', 2, p, 'array Filters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteAclsRequest_DeleteAclsFilter_2(buf, p)
-                app(e)
-            o.filters = lst
+                o1 = new(_DeleteAclsRequest_DeleteAclsFilter)
+                o1.resource_type_filter, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 2, p, 'ResourceNameFilter runs past the frame')
+                    o1.resource_name_filter = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.resource_name_filter = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteAclsRequest', 2, p, 'ResourceNameFilter runs past the frame')
+                        o1.resource_name_filter = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.pattern_type_filter, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 2, p, 'PrincipalFilter runs past the frame')
+                    o1.principal_filter = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.principal_filter = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteAclsRequest', 2, p, 'PrincipalFilter runs past the frame')
+                        o1.principal_filter = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 2, p, 'HostFilter runs past the frame')
+                    o1.host_filter = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.host_filter = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteAclsRequest', 2, p, 'HostFilter runs past the frame')
+                        o1.host_filter = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.operation, o1.permission_type, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteAclsRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteAclsRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.filters = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteAclsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteAclsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsRequest_DeleteAclsFilter_3(buf, p):
-    o = new(_DeleteAclsRequest_DeleteAclsFilter)
-    try:
-        o.resource_type_filter, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.resource_name_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 3, p, 'ResourceNameFilter runs past the frame')
-            o.resource_name_filter = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type_filter, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.principal_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 3, p, 'PrincipalFilter runs past the frame')
-            o.principal_filter = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.host_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsRequest', 3, p, 'HostFilter runs past the frame')
-            o.host_filter = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteAclsRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteAclsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteAclsRequest_3(buf, p):
-    o = new(DeleteAclsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteAclsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -388,40 +336,130 @@ def _d_DeleteAclsRequest_3(buf, p):
         if n < 0:
             raise DecodeError('DeleteAclsRequest', 3, p, 'null array in Filters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteAclsRequest', 3, p, 'array Filters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteAclsRequest_DeleteAclsFilter_3(buf, p)
-                app(e)
-            o.filters = lst
+                o1 = new(_DeleteAclsRequest_DeleteAclsFilter)
+                o1.resource_type_filter, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 3, p, 'ResourceNameFilter runs past the frame')
+                    o1.resource_name_filter = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.resource_name_filter = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteAclsRequest', 3, p, 'ResourceNameFilter runs past the frame')
+                        o1.resource_name_filter = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.pattern_type_filter, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 3, p, 'PrincipalFilter runs past the frame')
+                    o1.principal_filter = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.principal_filter = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteAclsRequest', 3, p, 'PrincipalFilter runs past the frame')
+                        o1.principal_filter = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteAclsRequest', 3, p, 'HostFilter runs past the frame')
+                    o1.host_filter = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.host_filter = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteAclsRequest', 3, p, 'HostFilter runs past the frame')
+                        o1.host_filter = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.operation, o1.permission_type, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteAclsRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteAclsRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.filters = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteAclsRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteAclsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteAclsRequest_DeleteAclsFilter_0(o, b, h):
-    b += _S_1.pack(o.resource_type_filter)
+    b += _S_6.pack(o.resource_type_filter)
     s = o.resource_name_filter
     if s is None:
         b += b'\xff\xff'
@@ -452,7 +490,7 @@ def _e_DeleteAclsRequest_0(o, b, h):
         _e_DeleteAclsRequest_DeleteAclsFilter_0(e, b, h)
 
 def _e_DeleteAclsRequest_DeleteAclsFilter_1(o, b, h):
-    b += _S_1.pack(o.resource_type_filter)
+    b += _S_6.pack(o.resource_type_filter)
     s = o.resource_name_filter
     if s is None:
         b += b'\xff\xff'
@@ -460,7 +498,7 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_1(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.pattern_type_filter)
+    b += _S_6.pack(o.pattern_type_filter)
     s = o.principal_filter
     if s is None:
         b += b'\xff\xff'
@@ -484,7 +522,7 @@ def _e_DeleteAclsRequest_1(o, b, h):
         _e_DeleteAclsRequest_DeleteAclsFilter_1(e, b, h)
 
 def _e_DeleteAclsRequest_DeleteAclsFilter_2(o, b, h):
-    b += _S_1.pack(o.resource_type_filter)
+    b += _S_6.pack(o.resource_type_filter)
     s = o.resource_name_filter
     if s is None:
         b.append(0)
@@ -496,7 +534,7 @@ def _e_DeleteAclsRequest_DeleteAclsFilter_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.pattern_type_filter)
+    b += _S_6.pack(o.pattern_type_filter)
     s = o.principal_filter
     if s is None:
         b.append(0)
@@ -593,387 +631,193 @@ class DeleteAclsResponse(KafkaMessage):
 DeleteAclsResponse.DeleteAclsMatchingAcl = _DeleteAclsResponse_DeleteAclsMatchingAcl
 DeleteAclsResponse.DeleteAclsFilterResult = _DeleteAclsResponse_DeleteAclsFilterResult
 
-def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_0(buf, p):
-    o = new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
-    o.pattern_type = 3
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 0, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 0, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsResponse_DeleteAclsFilterResult_0(buf, p):
-    o = new(_DeleteAclsResponse_DeleteAclsFilterResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 0, p, 'null array in MatchingAcls')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 0, p, 'array MatchingAcls longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_0(buf, p)
-                app(e)
-            o.matching_acls = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DeleteAclsResponse_0(buf, p):
-    o = new(DeleteAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteAclsResponse)
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 0, p, 'null array in FilterResults')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteAclsResponse', 0, p, 'array FilterResults longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteAclsResponse_DeleteAclsFilterResult_0(buf, p)
-                app(e)
-            o.filter_results = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteAclsResponse_DeleteAclsFilterResult)
+                o1.error_code, n = _S_8.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteAclsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DeleteAclsResponse', 0, p, 'null array in MatchingAcls')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteAclsResponse', 0, p, 'array MatchingAcls longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
+                        o2.pattern_type = 3
+                        o2.error_code, n = _S_8.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.error_message = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 0, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.resource_type, n = _S_1.unpack_from(buf, p)
+                        p += 3
+                        if n < 0:
+                            raise DecodeError('DeleteAclsResponse', 0, p, 'null string in ResourceName')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 0, p, 'ResourceName runs past the frame')
+                            o2.resource_name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DeleteAclsResponse', 0, p, 'null string in Principal')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 0, p, 'Principal runs past the frame')
+                            o2.principal = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DeleteAclsResponse', 0, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 0, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.operation, o2.permission_type = _S_3.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.matching_acls = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.filter_results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_1(buf, p):
-    o = new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 1, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 1, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsResponse_DeleteAclsFilterResult_1(buf, p):
-    o = new(_DeleteAclsResponse_DeleteAclsFilterResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 1, p, 'null array in MatchingAcls')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 1, p, 'array MatchingAcls longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_1(buf, p)
-                app(e)
-            o.matching_acls = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteAclsResponse_1(buf, p):
-    o = new(DeleteAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteAclsResponse)
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 1, p, 'null array in FilterResults')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteAclsResponse', 1, p, 'array FilterResults longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteAclsResponse_DeleteAclsFilterResult_1(buf, p)
-                app(e)
-            o.filter_results = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteAclsResponse_DeleteAclsFilterResult)
+                o1.error_code, n = _S_8.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteAclsResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DeleteAclsResponse', 1, p, 'null array in MatchingAcls')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteAclsResponse', 1, p, 'array MatchingAcls longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
+                        o2.error_code, n = _S_8.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.error_message = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 1, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.resource_type, n = _S_1.unpack_from(buf, p)
+                        p += 3
+                        if n < 0:
+                            raise DecodeError('DeleteAclsResponse', 1, p, 'null string in ResourceName')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 1, p, 'ResourceName runs past the frame')
+                            o2.resource_name = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.pattern_type, n = _S_1.unpack_from(buf, p)
+                        p += 3
+                        if n < 0:
+                            raise DecodeError('DeleteAclsResponse', 1, p, 'null string in Principal')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 1, p, 'Principal runs past the frame')
+                            o2.principal = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DeleteAclsResponse', 1, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 1, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.operation, o2.permission_type = _S_3.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.matching_acls = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.filter_results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, p):
-    o = new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 2, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 2, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 2, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 2, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf, p):
-    o = new(_DeleteAclsResponse_DeleteAclsFilterResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 2, p, 'null array in MatchingAcls')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 2, p, 'array MatchingAcls longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_2(buf, p)
-                app(e)
-            o.matching_acls = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteAclsResponse_2(buf, p):
-    o = new(DeleteAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DeleteAclsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -981,196 +825,219 @@ def _d_DeleteAclsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 2, p, 'null array in FilterResults')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteAclsResponse', 2, p, 'array FilterResults longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteAclsResponse_DeleteAclsFilterResult_2(buf, p)
-                app(e)
-            o.filter_results = lst
+                o1 = new(_DeleteAclsResponse_DeleteAclsFilterResult)
+                o1.error_code, k = _S_10.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteAclsResponse', 2, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteAclsResponse', 2, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DeleteAclsResponse', 2, p, 'null array in MatchingAcls')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteAclsResponse', 2, p, 'array MatchingAcls longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
+                        o2.error_code, k = _S_10.unpack_from(buf, p)
+                        p += 2
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 2, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DeleteAclsResponse', 2, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.resource_type, k = _S_4.unpack_from(buf, p)
+                        p += 1
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 2, p, 'ResourceName runs past the frame')
+                            o2.resource_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DeleteAclsResponse', 2, p, 'null string in ResourceName')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DeleteAclsResponse', 2, p, 'ResourceName runs past the frame')
+                                o2.resource_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.pattern_type, k = _S_4.unpack_from(buf, p)
+                        p += 1
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 2, p, 'Principal runs past the frame')
+                            o2.principal = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DeleteAclsResponse', 2, p, 'null string in Principal')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DeleteAclsResponse', 2, p, 'Principal runs past the frame')
+                                o2.principal = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 2, p, 'Host runs past the frame')
+                            o2.host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DeleteAclsResponse', 2, p, 'null string in Host')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DeleteAclsResponse', 2, p, 'Host runs past the frame')
+                                o2.host = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.operation, o2.permission_type, k = _S_5.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.matching_acls = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.filter_results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteAclsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteAclsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsResponse_DeleteAclsMatchingAcl_3(buf, p):
-    o = new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 3, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 3, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 3, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 3, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 3, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 3, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 3, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_3.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteAclsResponse_DeleteAclsFilterResult_3(buf, p):
-    o = new(_DeleteAclsResponse_DeleteAclsFilterResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteAclsResponse', 3, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteAclsResponse', 3, p, 'null array in MatchingAcls')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteAclsResponse', 3, p, 'array MatchingAcls longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteAclsResponse_DeleteAclsMatchingAcl_3(buf, p)
-                app(e)
-            o.matching_acls = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteAclsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteAclsResponse_3(buf, p):
-    o = new(DeleteAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DeleteAclsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1178,37 +1045,210 @@ def _d_DeleteAclsResponse_3(buf, p):
         if n < 0:
             raise DecodeError('DeleteAclsResponse', 3, p, 'null array in FilterResults')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteAclsResponse', 3, p, 'array FilterResults longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteAclsResponse_DeleteAclsFilterResult_3(buf, p)
-                app(e)
-            o.filter_results = lst
+                o1 = new(_DeleteAclsResponse_DeleteAclsFilterResult)
+                o1.error_code, k = _S_10.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteAclsResponse', 3, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteAclsResponse', 3, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DeleteAclsResponse', 3, p, 'null array in MatchingAcls')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteAclsResponse', 3, p, 'array MatchingAcls longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
+                        o2.error_code, k = _S_10.unpack_from(buf, p)
+                        p += 2
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 3, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DeleteAclsResponse', 3, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.resource_type, k = _S_4.unpack_from(buf, p)
+                        p += 1
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 3, p, 'ResourceName runs past the frame')
+                            o2.resource_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DeleteAclsResponse', 3, p, 'null string in ResourceName')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DeleteAclsResponse', 3, p, 'ResourceName runs past the frame')
+                                o2.resource_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.pattern_type, k = _S_4.unpack_from(buf, p)
+                        p += 1
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 3, p, 'Principal runs past the frame')
+                            o2.principal = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DeleteAclsResponse', 3, p, 'null string in Principal')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DeleteAclsResponse', 3, p, 'Principal runs past the frame')
+                                o2.principal = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DeleteAclsResponse', 3, p, 'Host runs past the frame')
+                            o2.host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DeleteAclsResponse', 3, p, 'null string in Host')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DeleteAclsResponse', 3, p, 'Host runs past the frame')
+                                o2.host = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.operation, o2.permission_type, k = _S_5.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.matching_acls = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.filter_results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteAclsResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteAclsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteAclsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_0(o, b, h):
     b += _S_2.pack(o.error_code)
@@ -1219,7 +1259,7 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_0(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -1264,12 +1304,12 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_1(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
     b += s
-    b += _S_1.pack(o.pattern_type)
+    b += _S_6.pack(o.pattern_type)
     s = o.principal
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -1314,7 +1354,7 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1
@@ -1323,7 +1363,7 @@ def _e_DeleteAclsResponse_DeleteAclsMatchingAcl_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.pattern_type)
+    b += _S_6.pack(o.pattern_type)
     s = o.principal
     s = s.encode()
     n = len(s) + 1

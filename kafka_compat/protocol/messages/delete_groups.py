@@ -12,11 +12,31 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
+_S_2 = _Struct('>ii')
+_S_3 = _Struct('>iB')
+_S_4 = _Struct('>hB')
 
 
 class DeleteGroupsRequest(KafkaMessage):
@@ -35,17 +55,18 @@ class DeleteGroupsRequest(KafkaMessage):
 
 
 def _d_DeleteGroupsRequest_0(buf, p):
-    o = new(DeleteGroupsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteGroupsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteGroupsRequest', 0, p, 'null array in GroupsNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteGroupsRequest', 0, p, 'array GroupsNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -53,29 +74,30 @@ def _d_DeleteGroupsRequest_0(buf, p):
                     raise DecodeError('DeleteGroupsRequest', 0, p, 'null string in GroupsNames')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DeleteGroupsRequest', 0, p, 'GroupsNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups_names = lst
-        o.unknown_tags = None
+                app0(e0)
+            o0.groups_names = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteGroupsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteGroupsRequest_1(buf, p):
-    o = new(DeleteGroupsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteGroupsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteGroupsRequest', 1, p, 'null array in GroupsNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteGroupsRequest', 1, p, 'array GroupsNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -83,20 +105,21 @@ def _d_DeleteGroupsRequest_1(buf, p):
                     raise DecodeError('DeleteGroupsRequest', 1, p, 'null string in GroupsNames')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DeleteGroupsRequest', 1, p, 'GroupsNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups_names = lst
-        o.unknown_tags = None
+                app0(e0)
+            o0.groups_names = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteGroupsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteGroupsRequest_2(buf, p):
-    o = new(DeleteGroupsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteGroupsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -106,50 +129,58 @@ def _d_DeleteGroupsRequest_2(buf, p):
         if n < 0:
             raise DecodeError('DeleteGroupsRequest', 2, p, 'null array in GroupsNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteGroupsRequest', 2, p, 'array GroupsNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('DeleteGroupsRequest', 2, p, 'null string in GroupsNames')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('DeleteGroupsRequest', 2, p, 'GroupsNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups_names = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteGroupsRequest', 2, p, 'null string in GroupsNames')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteGroupsRequest', 2, p, 'GroupsNames runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.groups_names = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteGroupsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteGroupsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteGroupsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteGroupsRequest_0(o, b, h):
     lst = o.groups_names
@@ -214,142 +245,84 @@ class DeleteGroupsResponse(KafkaMessage):
 
 DeleteGroupsResponse.DeletableGroupResult = _DeleteGroupsResponse_DeletableGroupResult
 
-def _d_DeleteGroupsResponse_DeletableGroupResult_0(buf, p):
-    o = new(_DeleteGroupsResponse_DeletableGroupResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteGroupsResponse', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteGroupsResponse', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteGroupsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DeleteGroupsResponse_0(buf, p):
-    o = new(DeleteGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteGroupsResponse)
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteGroupsResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteGroupsResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteGroupsResponse_DeletableGroupResult_0(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteGroupsResponse_DeletableGroupResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteGroupsResponse', 0, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteGroupsResponse', 0, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, = _S_1.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteGroupsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteGroupsResponse_DeletableGroupResult_1(buf, p):
-    o = new(_DeleteGroupsResponse_DeletableGroupResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteGroupsResponse', 1, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteGroupsResponse', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteGroupsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteGroupsResponse_1(buf, p):
-    o = new(DeleteGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteGroupsResponse)
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteGroupsResponse', 1, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteGroupsResponse', 1, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteGroupsResponse_DeletableGroupResult_1(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteGroupsResponse_DeletableGroupResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteGroupsResponse', 1, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteGroupsResponse', 1, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, = _S_1.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteGroupsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteGroupsResponse_DeletableGroupResult_2(buf, p):
-    o = new(_DeleteGroupsResponse_DeletableGroupResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteGroupsResponse', 2, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteGroupsResponse', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteGroupsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteGroupsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteGroupsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteGroupsResponse_2(buf, p):
-    o = new(DeleteGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DeleteGroupsResponse)
+        o0.throttle_time_ms, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -357,37 +330,81 @@ def _d_DeleteGroupsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DeleteGroupsResponse', 2, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteGroupsResponse', 2, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteGroupsResponse_DeletableGroupResult_2(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_DeleteGroupsResponse_DeletableGroupResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteGroupsResponse', 2, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteGroupsResponse', 2, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteGroupsResponse', 2, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_4.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteGroupsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteGroupsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteGroupsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteGroupsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteGroupsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteGroupsResponse_DeletableGroupResult_0(o, b, h):
     s = o.group_id

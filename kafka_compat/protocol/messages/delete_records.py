@@ -12,13 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
 _S_2 = _Struct('>iq')
-_S_3 = _Struct('>iqh')
+_S_3 = _Struct('>iqB')
+_S_4 = _Struct('>iB')
+_S_5 = _Struct('>ii')
+_S_6 = _Struct('>iqh')
+_S_7 = _Struct('>iqhB')
 
 
 class _DeleteRecordsRequest_DeleteRecordsPartition(KafkaStruct):
@@ -61,224 +82,112 @@ class DeleteRecordsRequest(KafkaMessage):
 DeleteRecordsRequest.DeleteRecordsPartition = _DeleteRecordsRequest_DeleteRecordsPartition
 DeleteRecordsRequest.DeleteRecordsTopic = _DeleteRecordsRequest_DeleteRecordsTopic
 
-def _d_DeleteRecordsRequest_DeleteRecordsPartition_0(buf, p):
-    o = new(_DeleteRecordsRequest_DeleteRecordsPartition)
-    try:
-        o.partition_index, o.offset = _S_2.unpack_from(buf, p)
-        p += 12
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsRequest_DeleteRecordsTopic_0(buf, p):
-    o = new(_DeleteRecordsRequest_DeleteRecordsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteRecordsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteRecordsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DeleteRecordsRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteRecordsRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteRecordsRequest_DeleteRecordsPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DeleteRecordsRequest_0(buf, p):
-    o = new(DeleteRecordsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteRecordsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteRecordsRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteRecordsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteRecordsRequest_DeleteRecordsTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_DeleteRecordsRequest_DeleteRecordsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteRecordsRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteRecordsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DeleteRecordsRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteRecordsRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteRecordsRequest_DeleteRecordsPartition)
+                        o2.partition_index, o2.offset = _S_2.unpack_from(buf, p)
+                        p += 12
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteRecordsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsRequest_DeleteRecordsPartition_1(buf, p):
-    o = new(_DeleteRecordsRequest_DeleteRecordsPartition)
-    try:
-        o.partition_index, o.offset = _S_2.unpack_from(buf, p)
-        p += 12
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsRequest_DeleteRecordsTopic_1(buf, p):
-    o = new(_DeleteRecordsRequest_DeleteRecordsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteRecordsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteRecordsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DeleteRecordsRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteRecordsRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteRecordsRequest_DeleteRecordsPartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteRecordsRequest_1(buf, p):
-    o = new(DeleteRecordsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteRecordsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteRecordsRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteRecordsRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteRecordsRequest_DeleteRecordsTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_DeleteRecordsRequest_DeleteRecordsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteRecordsRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteRecordsRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DeleteRecordsRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteRecordsRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteRecordsRequest_DeleteRecordsPartition)
+                        o2.partition_index, o2.offset = _S_2.unpack_from(buf, p)
+                        p += 12
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteRecordsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsRequest_DeleteRecordsPartition_2(buf, p):
-    o = new(_DeleteRecordsRequest_DeleteRecordsPartition)
-    try:
-        o.partition_index, o.offset = _S_2.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteRecordsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteRecordsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsRequest_DeleteRecordsTopic_2(buf, p):
-    o = new(_DeleteRecordsRequest_DeleteRecordsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteRecordsRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteRecordsRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteRecordsRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteRecordsRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteRecordsRequest_DeleteRecordsPartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteRecordsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteRecordsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteRecordsRequest_2(buf, p):
-    o = new(DeleteRecordsRequest)
+    end = len(buf)
     try:
+        o0 = new(DeleteRecordsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -288,39 +197,120 @@ def _d_DeleteRecordsRequest_2(buf, p):
         if n < 0:
             raise DecodeError('DeleteRecordsRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteRecordsRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteRecordsRequest_DeleteRecordsTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_DeleteRecordsRequest_DeleteRecordsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteRecordsRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteRecordsRequest', 2, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteRecordsRequest', 2, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DeleteRecordsRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteRecordsRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteRecordsRequest_DeleteRecordsPartition)
+                        o2.partition_index, o2.offset, k = _S_3.unpack_from(buf, p)
+                        p += 12
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DeleteRecordsRequest', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DeleteRecordsRequest', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteRecordsRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteRecordsRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteRecordsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteRecordsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteRecordsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteRecordsRequest_DeleteRecordsPartition_0(o, b, h):
     b += _S_2.pack(o.partition_index, o.offset)
@@ -434,228 +424,112 @@ class DeleteRecordsResponse(KafkaMessage):
 DeleteRecordsResponse.DeleteRecordsPartitionResult = _DeleteRecordsResponse_DeleteRecordsPartitionResult
 DeleteRecordsResponse.DeleteRecordsTopicResult = _DeleteRecordsResponse_DeleteRecordsTopicResult
 
-def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_0(buf, p):
-    o = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
-    try:
-        o.partition_index, o.low_watermark, o.error_code = _S_3.unpack_from(buf, p)
-        p += 14
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_0(buf, p):
-    o = new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteRecordsResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteRecordsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DeleteRecordsResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteRecordsResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DeleteRecordsResponse_0(buf, p):
-    o = new(DeleteRecordsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteRecordsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteRecordsResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteRecordsResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteRecordsResponse_DeleteRecordsTopicResult_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteRecordsResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteRecordsResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DeleteRecordsResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteRecordsResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+                        o2.partition_index, o2.low_watermark, o2.error_code = _S_6.unpack_from(buf, p)
+                        p += 14
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteRecordsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(buf, p):
-    o = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
-    try:
-        o.partition_index, o.low_watermark, o.error_code = _S_3.unpack_from(buf, p)
-        p += 14
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(buf, p):
-    o = new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteRecordsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteRecordsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DeleteRecordsResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteRecordsResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteRecordsResponse_1(buf, p):
-    o = new(DeleteRecordsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteRecordsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteRecordsResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteRecordsResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteRecordsResponse_DeleteRecordsTopicResult_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteRecordsResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteRecordsResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DeleteRecordsResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteRecordsResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+                        o2.partition_index, o2.low_watermark, o2.error_code = _S_6.unpack_from(buf, p)
+                        p += 14
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteRecordsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_2(buf, p):
-    o = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
-    try:
-        o.partition_index, o.low_watermark, o.error_code = _S_3.unpack_from(buf, p)
-        p += 14
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteRecordsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteRecordsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteRecordsResponse_DeleteRecordsTopicResult_2(buf, p):
-    o = new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteRecordsResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteRecordsResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteRecordsResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DeleteRecordsResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DeleteRecordsResponse_DeleteRecordsPartitionResult_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteRecordsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteRecordsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteRecordsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteRecordsResponse_2(buf, p):
-    o = new(DeleteRecordsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DeleteRecordsResponse)
+        o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -663,40 +537,121 @@ def _d_DeleteRecordsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DeleteRecordsResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteRecordsResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteRecordsResponse_DeleteRecordsTopicResult_2(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteRecordsResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteRecordsResponse', 2, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteRecordsResponse', 2, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DeleteRecordsResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DeleteRecordsResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+                        o2.partition_index, o2.low_watermark, o2.error_code, k = _S_7.unpack_from(buf, p)
+                        p += 14
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DeleteRecordsResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DeleteRecordsResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteRecordsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteRecordsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteRecordsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteRecordsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteRecordsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_0(o, b, h):
-    b += _S_3.pack(o.partition_index, o.low_watermark, o.error_code)
+    b += _S_6.pack(o.partition_index, o.low_watermark, o.error_code)
 
 def _e_DeleteRecordsResponse_DeleteRecordsTopicResult_0(o, b, h):
     s = o.name
@@ -716,7 +671,7 @@ def _e_DeleteRecordsResponse_0(o, b, h):
         _e_DeleteRecordsResponse_DeleteRecordsTopicResult_0(e, b, h)
 
 def _e_DeleteRecordsResponse_DeleteRecordsPartitionResult_2(o, b, h):
-    b += _S_3.pack(o.partition_index, o.low_watermark, o.error_code)
+    b += _S_6.pack(o.partition_index, o.low_watermark, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

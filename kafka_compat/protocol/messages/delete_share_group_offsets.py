@@ -12,11 +12,30 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>ih')
-_S_1 = _Struct('>16sh')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>ihB')
+_S_1 = _Struct('>16shB')
+_S_2 = _Struct('>ih')
+_S_3 = _Struct('>16sh')
 
 
 class _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(KafkaStruct):
@@ -46,64 +65,32 @@ class DeleteShareGroupOffsetsRequest(KafkaMessage):
 
 DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic = _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic
 
-def _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_0(buf, p):
-    o = new(_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DeleteShareGroupOffsetsRequest_0(buf, p):
-    o = new(DeleteShareGroupOffsetsRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(DeleteShareGroupOffsetsRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -113,37 +100,79 @@ def _d_DeleteShareGroupOffsetsRequest_0(buf, p):
         if n < 0:
             raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteShareGroupOffsetsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_0(o, b, h):
     s = o.topic_name
@@ -219,82 +248,33 @@ class DeleteShareGroupOffsetsResponse(KafkaMessage):
 
 DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic = _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic
 
-def _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(buf, p):
-    o = new(_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, o.error_code = _S_1.unpack_from(buf, p)
-        p += 18
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DeleteShareGroupOffsetsResponse_0(buf, p):
-    o = new(DeleteShareGroupOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_0.unpack_from(buf, p)
+        o0 = new(DeleteShareGroupOffsetsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -304,37 +284,102 @@ def _d_DeleteShareGroupOffsetsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, o1.error_code, k = _S_1.unpack_from(buf, p)
+                p += 18
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteShareGroupOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(o, b, h):
     s = o.topic_name
@@ -345,7 +390,7 @@ def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(o,
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.topic_id, o.error_code)
+    b += _S_3.pack(o.topic_id, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -364,7 +409,7 @@ def _e_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_0(o,
         b.append(0)
 
 def _e_DeleteShareGroupOffsetsResponse_0(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms, o.error_code)
+    b += _S_2.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

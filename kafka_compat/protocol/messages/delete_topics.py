@@ -12,13 +12,35 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>16s')
-_S_3 = _Struct('>16sh')
+_S_2 = _Struct('>iB')
+_S_3 = _Struct('>16sB')
+_S_4 = _Struct('>16s')
+_S_5 = _Struct('>ii')
+_S_6 = _Struct('>hB')
+_S_7 = _Struct('>16shB')
+_S_8 = _Struct('>16sh')
 
 
 class _DeleteTopicsRequest_DeleteTopicState(KafkaStruct):
@@ -51,18 +73,19 @@ class DeleteTopicsRequest(KafkaMessage):
 DeleteTopicsRequest.DeleteTopicState = _DeleteTopicsRequest_DeleteTopicState
 
 def _d_DeleteTopicsRequest_0(buf, p):
-    o = new(DeleteTopicsRequest)
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(DeleteTopicsRequest)
+        o0.topics = []
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteTopicsRequest', 0, p, 'null array in TopicNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsRequest', 0, p, 'array TopicNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -70,32 +93,33 @@ def _d_DeleteTopicsRequest_0(buf, p):
                     raise DecodeError('DeleteTopicsRequest', 0, p, 'null string in TopicNames')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DeleteTopicsRequest', 0, p, 'TopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.topic_names = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                app0(e0)
+            o0.topic_names = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsRequest_1(buf, p):
-    o = new(DeleteTopicsRequest)
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(DeleteTopicsRequest)
+        o0.topics = []
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteTopicsRequest', 1, p, 'null array in TopicNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsRequest', 1, p, 'array TopicNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -103,32 +127,33 @@ def _d_DeleteTopicsRequest_1(buf, p):
                     raise DecodeError('DeleteTopicsRequest', 1, p, 'null string in TopicNames')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DeleteTopicsRequest', 1, p, 'TopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.topic_names = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                app0(e0)
+            o0.topic_names = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsRequest_2(buf, p):
-    o = new(DeleteTopicsRequest)
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(DeleteTopicsRequest)
+        o0.topics = []
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteTopicsRequest', 2, p, 'null array in TopicNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsRequest', 2, p, 'array TopicNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -136,32 +161,33 @@ def _d_DeleteTopicsRequest_2(buf, p):
                     raise DecodeError('DeleteTopicsRequest', 2, p, 'null string in TopicNames')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DeleteTopicsRequest', 2, p, 'TopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.topic_names = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                app0(e0)
+            o0.topic_names = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsRequest_3(buf, p):
-    o = new(DeleteTopicsRequest)
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(DeleteTopicsRequest)
+        o0.topics = []
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteTopicsRequest', 3, p, 'null array in TopicNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsRequest', 3, p, 'array TopicNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -169,23 +195,24 @@ def _d_DeleteTopicsRequest_3(buf, p):
                     raise DecodeError('DeleteTopicsRequest', 3, p, 'null string in TopicNames')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DeleteTopicsRequest', 3, p, 'TopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.topic_names = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                app0(e0)
+            o0.topic_names = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsRequest_4(buf, p):
-    o = new(DeleteTopicsRequest)
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(DeleteTopicsRequest)
+        o0.topics = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -195,57 +222,66 @@ def _d_DeleteTopicsRequest_4(buf, p):
         if n < 0:
             raise DecodeError('DeleteTopicsRequest', 4, p, 'null array in TopicNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsRequest', 4, p, 'array TopicNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('DeleteTopicsRequest', 4, p, 'null string in TopicNames')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('DeleteTopicsRequest', 4, p, 'TopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.topic_names = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteTopicsRequest', 4, p, 'null string in TopicNames')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteTopicsRequest', 4, p, 'TopicNames runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.topic_names = lst0
+        o0.timeout_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteTopicsRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteTopicsRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsRequest_5(buf, p):
-    o = new(DeleteTopicsRequest)
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(DeleteTopicsRequest)
+        o0.topics = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -255,100 +291,66 @@ def _d_DeleteTopicsRequest_5(buf, p):
         if n < 0:
             raise DecodeError('DeleteTopicsRequest', 5, p, 'null array in TopicNames')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsRequest', 5, p, 'array TopicNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('DeleteTopicsRequest', 5, p, 'null string in TopicNames')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('DeleteTopicsRequest', 5, p, 'TopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.topic_names = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteTopicsRequest', 5, p, 'null string in TopicNames')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteTopicsRequest', 5, p, 'TopicNames runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.topic_names = lst0
+        o0.timeout_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteTopicsRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteTopicsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteTopicsRequest_DeleteTopicState_6(buf, p):
-    o = new(_DeleteTopicsRequest_DeleteTopicState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, = _S_2.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteTopicsRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteTopicsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteTopicsRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsRequest_6(buf, p):
-    o = new(DeleteTopicsRequest)
-    o.topic_names = []
+    end = len(buf)
     try:
+        o0 = new(DeleteTopicsRequest)
+        o0.topic_names = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -358,39 +360,83 @@ def _d_DeleteTopicsRequest_6(buf, p):
         if n < 0:
             raise DecodeError('DeleteTopicsRequest', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsRequest', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteTopicsRequest_DeleteTopicState_6(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_DeleteTopicsRequest_DeleteTopicState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteTopicsRequest', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteTopicsRequest', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, k = _S_3.unpack_from(buf, p)
+                p += 16
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteTopicsRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteTopicsRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteTopicsRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteTopicsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteTopicsRequest_0(o, b, h):
     lst = o.topic_names
@@ -437,7 +483,7 @@ def _e_DeleteTopicsRequest_DeleteTopicState_6(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_2.pack(o.topic_id)
+    b += _S_4.pack(o.topic_id)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -494,237 +540,163 @@ class DeleteTopicsResponse(KafkaMessage):
 
 DeleteTopicsResponse.DeletableTopicResult = _DeleteTopicsResponse_DeletableTopicResult
 
-def _d_DeleteTopicsResponse_DeletableTopicResult_0(buf, p):
-    o = new(_DeleteTopicsResponse_DeletableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.error_message = None
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteTopicsResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteTopicsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DeleteTopicsResponse_0(buf, p):
-    o = new(DeleteTopicsResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(DeleteTopicsResponse)
+        o0.throttle_time_ms = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DeleteTopicsResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteTopicsResponse_DeletableTopicResult_0(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteTopicsResponse_DeletableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.error_message = None
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteTopicsResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, = _S_1.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteTopicsResponse_DeletableTopicResult_1(buf, p):
-    o = new(_DeleteTopicsResponse_DeletableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.error_message = None
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteTopicsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteTopicsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsResponse_1(buf, p):
-    o = new(DeleteTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteTopicsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteTopicsResponse', 1, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsResponse', 1, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteTopicsResponse_DeletableTopicResult_1(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteTopicsResponse_DeletableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.error_message = None
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteTopicsResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, = _S_1.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteTopicsResponse_DeletableTopicResult_2(buf, p):
-    o = new(_DeleteTopicsResponse_DeletableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.error_message = None
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteTopicsResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteTopicsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsResponse_2(buf, p):
-    o = new(DeleteTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteTopicsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteTopicsResponse', 2, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsResponse', 2, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteTopicsResponse_DeletableTopicResult_2(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteTopicsResponse_DeletableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.error_message = None
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteTopicsResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, = _S_1.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteTopicsResponse_DeletableTopicResult_3(buf, p):
-    o = new(_DeleteTopicsResponse_DeletableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.error_message = None
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DeleteTopicsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteTopicsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsResponse_3(buf, p):
-    o = new(DeleteTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DeleteTopicsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DeleteTopicsResponse', 3, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsResponse', 3, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteTopicsResponse_DeletableTopicResult_3(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_DeleteTopicsResponse_DeletableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.error_message = None
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DeleteTopicsResponse', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, = _S_1.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteTopicsResponse_DeletableTopicResult_4(buf, p):
-    o = new(_DeleteTopicsResponse_DeletableTopicResult)
-    o.topic_id = ZERO_UUID
-    o.error_message = None
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteTopicsResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteTopicsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteTopicsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteTopicsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsResponse_4(buf, p):
-    o = new(DeleteTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DeleteTopicsResponse)
+        o0.throttle_time_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -732,103 +704,92 @@ def _d_DeleteTopicsResponse_4(buf, p):
         if n < 0:
             raise DecodeError('DeleteTopicsResponse', 4, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsResponse', 4, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteTopicsResponse_DeletableTopicResult_4(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_DeleteTopicsResponse_DeletableTopicResult)
+                o1.topic_id = ZERO_UUID
+                o1.error_message = None
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteTopicsResponse', 4, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteTopicsResponse', 4, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_6.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteTopicsResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteTopicsResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteTopicsResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteTopicsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteTopicsResponse_DeletableTopicResult_5(buf, p):
-    o = new(_DeleteTopicsResponse_DeletableTopicResult)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DeleteTopicsResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 5, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteTopicsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteTopicsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteTopicsResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsResponse_5(buf, p):
-    o = new(DeleteTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DeleteTopicsResponse)
+        o0.throttle_time_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -836,102 +797,112 @@ def _d_DeleteTopicsResponse_5(buf, p):
         if n < 0:
             raise DecodeError('DeleteTopicsResponse', 5, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsResponse', 5, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteTopicsResponse_DeletableTopicResult_5(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_DeleteTopicsResponse_DeletableTopicResult)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DeleteTopicsResponse', 5, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteTopicsResponse', 5, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_6.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 5, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteTopicsResponse', 5, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteTopicsResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteTopicsResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteTopicsResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteTopicsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_DeleteTopicsResponse_DeletableTopicResult_6(buf, p):
-    o = new(_DeleteTopicsResponse_DeletableTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, o.error_code = _S_3.unpack_from(buf, p)
-        p += 18
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DeleteTopicsResponse', 6, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DeleteTopicsResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DeleteTopicsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DeleteTopicsResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DeleteTopicsResponse_6(buf, p):
-    o = new(DeleteTopicsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DeleteTopicsResponse)
+        o0.throttle_time_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -939,37 +910,102 @@ def _d_DeleteTopicsResponse_6(buf, p):
         if n < 0:
             raise DecodeError('DeleteTopicsResponse', 6, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DeleteTopicsResponse', 6, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DeleteTopicsResponse_DeletableTopicResult_6(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_DeleteTopicsResponse_DeletableTopicResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteTopicsResponse', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, o1.error_code, k = _S_7.unpack_from(buf, p)
+                p += 18
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DeleteTopicsResponse', 6, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DeleteTopicsResponse', 6, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DeleteTopicsResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DeleteTopicsResponse', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DeleteTopicsResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DeleteTopicsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DeleteTopicsResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DeleteTopicsResponse_DeletableTopicResult_0(o, b, h):
     s = o.name
@@ -1078,7 +1114,7 @@ def _e_DeleteTopicsResponse_DeletableTopicResult_6(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_3.pack(o.topic_id, o.error_code)
+    b += _S_8.pack(o.topic_id, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

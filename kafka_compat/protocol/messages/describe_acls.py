@@ -12,14 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>b')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>bh')
 _S_1 = _Struct('>h')
 _S_2 = _Struct('>bb')
-_S_3 = _Struct('>ih')
-_S_4 = _Struct('>i')
+_S_3 = _Struct('>bB')
+_S_4 = _Struct('>bbB')
+_S_5 = _Struct('>b')
+_S_6 = _Struct('>ihh')
+_S_7 = _Struct('>i')
+_S_8 = _Struct('>bi')
+_S_9 = _Struct('>ihB')
+_S_10 = _Struct('>ih')
 
 
 class DescribeAclsRequest(KafkaMessage):
@@ -44,244 +67,286 @@ class DescribeAclsRequest(KafkaMessage):
 
 
 def _d_DescribeAclsRequest_0(buf, p):
-    o = new(DescribeAclsRequest)
-    o.pattern_type_filter = 3
+    end = len(buf)
     try:
-        o.resource_type_filter, = _S_0.unpack_from(buf, p)
-        p += 1
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(DescribeAclsRequest)
+        o0.pattern_type_filter = 3
+        o0.resource_type_filter, n = _S_0.unpack_from(buf, p)
+        p += 3
         if n < 0:
-            o.resource_name_filter = None
+            o0.resource_name_filter = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 0, p, 'ResourceNameFilter runs past the frame')
-            o.resource_name_filter = str(buf[p:q], 'utf-8')
+            o0.resource_name_filter = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.principal_filter = None
+            o0.principal_filter = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 0, p, 'PrincipalFilter runs past the frame')
-            o.principal_filter = str(buf[p:q], 'utf-8')
+            o0.principal_filter = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.host_filter = None
+            o0.host_filter = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 0, p, 'HostFilter runs past the frame')
-            o.host_filter = str(buf[p:q], 'utf-8')
+            o0.host_filter = str(buf[p:q], 'utf-8')
             p = q
-        o.operation, o.permission_type = _S_2.unpack_from(buf, p)
+        o0.operation, o0.permission_type = _S_2.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeAclsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeAclsRequest_1(buf, p):
-    o = new(DescribeAclsRequest)
+    end = len(buf)
     try:
-        o.resource_type_filter, = _S_0.unpack_from(buf, p)
-        p += 1
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(DescribeAclsRequest)
+        o0.resource_type_filter, n = _S_0.unpack_from(buf, p)
+        p += 3
         if n < 0:
-            o.resource_name_filter = None
+            o0.resource_name_filter = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 1, p, 'ResourceNameFilter runs past the frame')
-            o.resource_name_filter = str(buf[p:q], 'utf-8')
+            o0.resource_name_filter = str(buf[p:q], 'utf-8')
             p = q
-        o.pattern_type_filter, = _S_0.unpack_from(buf, p)
-        p += 1
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0.pattern_type_filter, n = _S_0.unpack_from(buf, p)
+        p += 3
         if n < 0:
-            o.principal_filter = None
+            o0.principal_filter = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 1, p, 'PrincipalFilter runs past the frame')
-            o.principal_filter = str(buf[p:q], 'utf-8')
+            o0.principal_filter = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.host_filter = None
+            o0.host_filter = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 1, p, 'HostFilter runs past the frame')
-            o.host_filter = str(buf[p:q], 'utf-8')
+            o0.host_filter = str(buf[p:q], 'utf-8')
             p = q
-        o.operation, o.permission_type = _S_2.unpack_from(buf, p)
+        o0.operation, o0.permission_type = _S_2.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeAclsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeAclsRequest_2(buf, p):
-    o = new(DescribeAclsRequest)
+    end = len(buf)
     try:
-        o.resource_type_filter, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeAclsRequest)
+        o0.resource_type_filter, k = _S_3.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.resource_name_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 2, p, 'ResourceNameFilter runs past the frame')
-            o.resource_name_filter = str(buf[p:q], 'utf-8')
+            o0.resource_name_filter = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.pattern_type_filter, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.resource_name_filter = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeAclsRequest', 2, p, 'ResourceNameFilter runs past the frame')
+                o0.resource_name_filter = str(buf[p:q], 'utf-8')
+                p = q
+        o0.pattern_type_filter, k = _S_3.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.principal_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 2, p, 'PrincipalFilter runs past the frame')
-            o.principal_filter = str(buf[p:q], 'utf-8')
+            o0.principal_filter = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.host_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.principal_filter = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeAclsRequest', 2, p, 'PrincipalFilter runs past the frame')
+                o0.principal_filter = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 2, p, 'HostFilter runs past the frame')
-            o.host_filter = str(buf[p:q], 'utf-8')
+            o0.host_filter = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.operation, o.permission_type = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.host_filter = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeAclsRequest', 2, p, 'HostFilter runs past the frame')
+                o0.host_filter = str(buf[p:q], 'utf-8')
+                p = q
+        o0.operation, o0.permission_type, k = _S_4.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeAclsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeAclsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeAclsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeAclsRequest_3(buf, p):
-    o = new(DescribeAclsRequest)
+    end = len(buf)
     try:
-        o.resource_type_filter, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeAclsRequest)
+        o0.resource_type_filter, k = _S_3.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.resource_name_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 3, p, 'ResourceNameFilter runs past the frame')
-            o.resource_name_filter = str(buf[p:q], 'utf-8')
+            o0.resource_name_filter = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.pattern_type_filter, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.resource_name_filter = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeAclsRequest', 3, p, 'ResourceNameFilter runs past the frame')
+                o0.resource_name_filter = str(buf[p:q], 'utf-8')
+                p = q
+        o0.pattern_type_filter, k = _S_3.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.principal_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 3, p, 'PrincipalFilter runs past the frame')
-            o.principal_filter = str(buf[p:q], 'utf-8')
+            o0.principal_filter = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.host_filter = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.principal_filter = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeAclsRequest', 3, p, 'PrincipalFilter runs past the frame')
+                o0.principal_filter = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeAclsRequest', 3, p, 'HostFilter runs past the frame')
-            o.host_filter = str(buf[p:q], 'utf-8')
+            o0.host_filter = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.operation, o.permission_type = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.host_filter = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeAclsRequest', 3, p, 'HostFilter runs past the frame')
+                o0.host_filter = str(buf[p:q], 'utf-8')
+                p = q
+        o0.operation, o0.permission_type, k = _S_4.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeAclsRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeAclsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeAclsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeAclsRequest_0(o, b, h):
-    b += _S_0.pack(o.resource_type_filter)
+    b += _S_5.pack(o.resource_type_filter)
     s = o.resource_name_filter
     if s is None:
         b += b'\xff\xff'
@@ -306,7 +371,7 @@ def _e_DescribeAclsRequest_0(o, b, h):
     b += _S_2.pack(o.operation, o.permission_type)
 
 def _e_DescribeAclsRequest_1(o, b, h):
-    b += _S_0.pack(o.resource_type_filter)
+    b += _S_5.pack(o.resource_type_filter)
     s = o.resource_name_filter
     if s is None:
         b += b'\xff\xff'
@@ -314,7 +379,7 @@ def _e_DescribeAclsRequest_1(o, b, h):
         s = s.encode()
         b += _S_1.pack(len(s))
         b += s
-    b += _S_0.pack(o.pattern_type_filter)
+    b += _S_5.pack(o.pattern_type_filter)
     s = o.principal_filter
     if s is None:
         b += b'\xff\xff'
@@ -332,7 +397,7 @@ def _e_DescribeAclsRequest_1(o, b, h):
     b += _S_2.pack(o.operation, o.permission_type)
 
 def _e_DescribeAclsRequest_2(o, b, h):
-    b += _S_0.pack(o.resource_type_filter)
+    b += _S_5.pack(o.resource_type_filter)
     s = o.resource_name_filter
     if s is None:
         b.append(0)
@@ -344,7 +409,7 @@ def _e_DescribeAclsRequest_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.pattern_type_filter)
+    b += _S_5.pack(o.pattern_type_filter)
     s = o.principal_filter
     if s is None:
         b.append(0)
@@ -424,339 +489,192 @@ class DescribeAclsResponse(KafkaMessage):
 DescribeAclsResponse.AclDescription = _DescribeAclsResponse_AclDescription
 DescribeAclsResponse.DescribeAclsResource = _DescribeAclsResponse_DescribeAclsResource
 
-def _d_DescribeAclsResponse_AclDescription_0(buf, p):
-    o = new(_DescribeAclsResponse_AclDescription)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 0, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 0, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_2.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeAclsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeAclsResponse_DescribeAclsResource_0(buf, p):
-    o = new(_DescribeAclsResponse_DescribeAclsResource)
-    o.pattern_type = 3
-    try:
-        o.resource_type, = _S_0.unpack_from(buf, p)
-        p += 1
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_4.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 0, p, 'null array in Acls')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeAclsResponse', 0, p, 'array Acls longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeAclsResponse_AclDescription_0(buf, p)
-                app(e)
-            o.acls = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeAclsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeAclsResponse_0(buf, p):
-    o = new(DescribeAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(DescribeAclsResponse)
+        o0.throttle_time_ms, o0.error_code, n = _S_6.unpack_from(buf, p)
+        p += 8
         if n < 0:
-            o.error_message = None
+            o0.error_message = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeAclsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_4.unpack_from(buf, p)
+        n, = _S_7.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeAclsResponse', 0, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeAclsResponse', 0, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeAclsResponse_DescribeAclsResource_0(buf, p)
-                app(e)
-            o.resources = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeAclsResponse_DescribeAclsResource)
+                o1.pattern_type = 3
+                o1.resource_type, n = _S_0.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('DescribeAclsResponse', 0, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeAclsResponse', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_7.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeAclsResponse', 0, p, 'null array in Acls')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeAclsResponse', 0, p, 'array Acls longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeAclsResponse_AclDescription)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeAclsResponse', 0, p, 'null string in Principal')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeAclsResponse', 0, p, 'Principal runs past the frame')
+                            o2.principal = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeAclsResponse', 0, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeAclsResponse', 0, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.operation, o2.permission_type = _S_2.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.acls = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeAclsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeAclsResponse_AclDescription_1(buf, p):
-    o = new(_DescribeAclsResponse_AclDescription)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 1, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 1, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_2.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeAclsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeAclsResponse_DescribeAclsResource_1(buf, p):
-    o = new(_DescribeAclsResponse_DescribeAclsResource)
-    try:
-        o.resource_type, = _S_0.unpack_from(buf, p)
-        p += 1
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type, = _S_0.unpack_from(buf, p)
-        p += 1
-        n, = _S_4.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 1, p, 'null array in Acls')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeAclsResponse', 1, p, 'array Acls longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeAclsResponse_AclDescription_1(buf, p)
-                app(e)
-            o.acls = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeAclsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeAclsResponse_1(buf, p):
-    o = new(DescribeAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(DescribeAclsResponse)
+        o0.throttle_time_ms, o0.error_code, n = _S_6.unpack_from(buf, p)
+        p += 8
         if n < 0:
-            o.error_message = None
+            o0.error_message = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeAclsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_4.unpack_from(buf, p)
+        n, = _S_7.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeAclsResponse', 1, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeAclsResponse', 1, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeAclsResponse_DescribeAclsResource_1(buf, p)
-                app(e)
-            o.resources = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeAclsResponse_DescribeAclsResource)
+                o1.resource_type, n = _S_0.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('DescribeAclsResponse', 1, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeAclsResponse', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.pattern_type, n = _S_8.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('DescribeAclsResponse', 1, p, 'null array in Acls')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeAclsResponse', 1, p, 'array Acls longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeAclsResponse_AclDescription)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeAclsResponse', 1, p, 'null string in Principal')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeAclsResponse', 1, p, 'Principal runs past the frame')
+                            o2.principal = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeAclsResponse', 1, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeAclsResponse', 1, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.operation, o2.permission_type = _S_2.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.acls = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeAclsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeAclsResponse_AclDescription_2(buf, p):
-    o = new(_DescribeAclsResponse_AclDescription)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 2, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 2, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_2.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeAclsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeAclsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeAclsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeAclsResponse_DescribeAclsResource_2(buf, p):
-    o = new(_DescribeAclsResponse_DescribeAclsResource)
-    try:
-        o.resource_type, = _S_0.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 2, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 2, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type, = _S_0.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 2, p, 'null array in Acls')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeAclsResponse', 2, p, 'array Acls longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeAclsResponse_AclDescription_2(buf, p)
-                app(e)
-            o.acls = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeAclsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeAclsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeAclsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeAclsResponse_2(buf, p):
-    o = new(DescribeAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(DescribeAclsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_9.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeAclsResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeAclsResponse', 2, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -766,176 +684,193 @@ def _d_DescribeAclsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DescribeAclsResponse', 2, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeAclsResponse', 2, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeAclsResponse_DescribeAclsResource_2(buf, p)
-                app(e)
-            o.resources = lst
+                o1 = new(_DescribeAclsResponse_DescribeAclsResource)
+                o1.resource_type, k = _S_3.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeAclsResponse', 2, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeAclsResponse', 2, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeAclsResponse', 2, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.pattern_type, k = _S_3.unpack_from(buf, p)
+                p += 1
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeAclsResponse', 2, p, 'null array in Acls')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeAclsResponse', 2, p, 'array Acls longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeAclsResponse_AclDescription)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeAclsResponse', 2, p, 'Principal runs past the frame')
+                            o2.principal = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeAclsResponse', 2, p, 'null string in Principal')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeAclsResponse', 2, p, 'Principal runs past the frame')
+                                o2.principal = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeAclsResponse', 2, p, 'Host runs past the frame')
+                            o2.host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeAclsResponse', 2, p, 'null string in Host')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeAclsResponse', 2, p, 'Host runs past the frame')
+                                o2.host = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.operation, o2.permission_type, k = _S_4.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeAclsResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeAclsResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.acls = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeAclsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeAclsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.resources = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeAclsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeAclsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeAclsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeAclsResponse_AclDescription_3(buf, p):
-    o = new(_DescribeAclsResponse_AclDescription)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 3, p, 'null string in Principal')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 3, p, 'Principal runs past the frame')
-            o.principal = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 3, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 3, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.operation, o.permission_type = _S_2.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeAclsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeAclsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeAclsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeAclsResponse_DescribeAclsResource_3(buf, p):
-    o = new(_DescribeAclsResponse_DescribeAclsResource)
-    try:
-        o.resource_type, = _S_0.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 3, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeAclsResponse', 3, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.pattern_type, = _S_0.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeAclsResponse', 3, p, 'null array in Acls')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeAclsResponse', 3, p, 'array Acls longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeAclsResponse_AclDescription_3(buf, p)
-                app(e)
-            o.acls = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeAclsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeAclsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeAclsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeAclsResponse_3(buf, p):
-    o = new(DescribeAclsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(DescribeAclsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_9.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeAclsResponse', 3, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeAclsResponse', 3, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -945,37 +880,165 @@ def _d_DescribeAclsResponse_3(buf, p):
         if n < 0:
             raise DecodeError('DescribeAclsResponse', 3, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeAclsResponse', 3, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeAclsResponse_DescribeAclsResource_3(buf, p)
-                app(e)
-            o.resources = lst
+                o1 = new(_DescribeAclsResponse_DescribeAclsResource)
+                o1.resource_type, k = _S_3.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeAclsResponse', 3, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeAclsResponse', 3, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeAclsResponse', 3, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.pattern_type, k = _S_3.unpack_from(buf, p)
+                p += 1
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeAclsResponse', 3, p, 'null array in Acls')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeAclsResponse', 3, p, 'array Acls longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeAclsResponse_AclDescription)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeAclsResponse', 3, p, 'Principal runs past the frame')
+                            o2.principal = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeAclsResponse', 3, p, 'null string in Principal')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeAclsResponse', 3, p, 'Principal runs past the frame')
+                                o2.principal = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeAclsResponse', 3, p, 'Host runs past the frame')
+                            o2.host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeAclsResponse', 3, p, 'null string in Host')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeAclsResponse', 3, p, 'Host runs past the frame')
+                                o2.host = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.operation, o2.permission_type, k = _S_4.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeAclsResponse', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeAclsResponse', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.acls = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeAclsResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeAclsResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.resources = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeAclsResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeAclsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeAclsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeAclsResponse_AclDescription_0(o, b, h):
     s = o.principal
@@ -989,18 +1052,18 @@ def _e_DescribeAclsResponse_AclDescription_0(o, b, h):
     b += _S_2.pack(o.operation, o.permission_type)
 
 def _e_DescribeAclsResponse_DescribeAclsResource_0(o, b, h):
-    b += _S_0.pack(o.resource_type)
+    b += _S_5.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_1.pack(len(s))
     b += s
     lst = o.acls
-    b += _S_4.pack(len(lst))
+    b += _S_7.pack(len(lst))
     for e in lst:
         _e_DescribeAclsResponse_AclDescription_0(e, b, h)
 
 def _e_DescribeAclsResponse_0(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b += b'\xff\xff'
@@ -1009,24 +1072,24 @@ def _e_DescribeAclsResponse_0(o, b, h):
         b += _S_1.pack(len(s))
         b += s
     lst = o.resources
-    b += _S_4.pack(len(lst))
+    b += _S_7.pack(len(lst))
     for e in lst:
         _e_DescribeAclsResponse_DescribeAclsResource_0(e, b, h)
 
 def _e_DescribeAclsResponse_DescribeAclsResource_1(o, b, h):
-    b += _S_0.pack(o.resource_type)
+    b += _S_5.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_1.pack(len(s))
     b += s
-    b += _S_0.pack(o.pattern_type)
+    b += _S_5.pack(o.pattern_type)
     lst = o.acls
-    b += _S_4.pack(len(lst))
+    b += _S_7.pack(len(lst))
     for e in lst:
         _e_DescribeAclsResponse_AclDescription_0(e, b, h)
 
 def _e_DescribeAclsResponse_1(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b += b'\xff\xff'
@@ -1035,7 +1098,7 @@ def _e_DescribeAclsResponse_1(o, b, h):
         b += _S_1.pack(len(s))
         b += s
     lst = o.resources
-    b += _S_4.pack(len(lst))
+    b += _S_7.pack(len(lst))
     for e in lst:
         _e_DescribeAclsResponse_DescribeAclsResource_1(e, b, h)
 
@@ -1064,7 +1127,7 @@ def _e_DescribeAclsResponse_AclDescription_2(o, b, h):
         b.append(0)
 
 def _e_DescribeAclsResponse_DescribeAclsResource_2(o, b, h):
-    b += _S_0.pack(o.resource_type)
+    b += _S_5.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1
@@ -1073,7 +1136,7 @@ def _e_DescribeAclsResponse_DescribeAclsResource_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_0.pack(o.pattern_type)
+    b += _S_5.pack(o.pattern_type)
     lst = o.acls
     n = len(lst) + 1
     if n < 128:
@@ -1089,7 +1152,7 @@ def _e_DescribeAclsResponse_DescribeAclsResource_2(o, b, h):
         b.append(0)
 
 def _e_DescribeAclsResponse_2(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

@@ -12,15 +12,38 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>b')
+_S_2 = _Struct('>bh')
 _S_3 = _Struct('>?')
-_S_4 = _Struct('>ih')
-_S_5 = _Struct('>d')
+_S_4 = _Struct('>bB')
+_S_5 = _Struct('>?B')
+_S_6 = _Struct('>b')
+_S_7 = _Struct('>ihh')
+_S_8 = _Struct('>d')
+_S_9 = _Struct('>ihB')
+_S_10 = _Struct('>dB')
+_S_11 = _Struct('>ih')
 
 
 class _DescribeClientQuotasRequest_ComponentData(KafkaStruct):
@@ -52,119 +75,55 @@ class DescribeClientQuotasRequest(KafkaMessage):
 
 DescribeClientQuotasRequest.ComponentData = _DescribeClientQuotasRequest_ComponentData
 
-def _d_DescribeClientQuotasRequest_ComponentData_0(buf, p):
-    o = new(_DescribeClientQuotasRequest_ComponentData)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasRequest', 0, p, 'null string in EntityType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasRequest', 0, p, 'EntityType runs past the frame')
-            o.entity_type = str(buf[p:q], 'utf-8')
-            p = q
-        o.match_type, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.match = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasRequest', 0, p, 'Match runs past the frame')
-            o.match = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClientQuotasRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeClientQuotasRequest_0(buf, p):
-    o = new(DescribeClientQuotasRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeClientQuotasRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeClientQuotasRequest', 0, p, 'null array in Components')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeClientQuotasRequest', 0, p, 'array Components longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeClientQuotasRequest_ComponentData_0(buf, p)
-                app(e)
-            o.components = lst
-        o.strict, = _S_3.unpack_from(buf, p)
+                o1 = new(_DescribeClientQuotasRequest_ComponentData)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeClientQuotasRequest', 0, p, 'null string in EntityType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeClientQuotasRequest', 0, p, 'EntityType runs past the frame')
+                    o1.entity_type = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.match_type, n = _S_2.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    o1.match = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeClientQuotasRequest', 0, p, 'Match runs past the frame')
+                    o1.match = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.components = lst0
+        o0.strict, = _S_3.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClientQuotasRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeClientQuotasRequest_ComponentData_1(buf, p):
-    o = new(_DescribeClientQuotasRequest_ComponentData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasRequest', 1, p, 'null string in EntityType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasRequest', 1, p, 'EntityType runs past the frame')
-            o.entity_type = str(buf[p:q], 'utf-8')
-            p = q
-        o.match_type, = _S_2.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.match = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasRequest', 1, p, 'Match runs past the frame')
-            o.match = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeClientQuotasRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeClientQuotasRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClientQuotasRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeClientQuotasRequest_1(buf, p):
-    o = new(DescribeClientQuotasRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeClientQuotasRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -174,46 +133,111 @@ def _d_DescribeClientQuotasRequest_1(buf, p):
         if n < 0:
             raise DecodeError('DescribeClientQuotasRequest', 1, p, 'null array in Components')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeClientQuotasRequest', 1, p, 'array Components longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeClientQuotasRequest_ComponentData_1(buf, p)
-                app(e)
-            o.components = lst
-        o.strict, = _S_3.unpack_from(buf, p)
+                o1 = new(_DescribeClientQuotasRequest_ComponentData)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeClientQuotasRequest', 1, p, 'EntityType runs past the frame')
+                    o1.entity_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeClientQuotasRequest', 1, p, 'null string in EntityType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeClientQuotasRequest', 1, p, 'EntityType runs past the frame')
+                        o1.entity_type = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.match_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeClientQuotasRequest', 1, p, 'Match runs past the frame')
+                    o1.match = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.match = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeClientQuotasRequest', 1, p, 'Match runs past the frame')
+                        o1.match = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeClientQuotasRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeClientQuotasRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.components = lst0
+        o0.strict, k = _S_5.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeClientQuotasRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeClientQuotasRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClientQuotasRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeClientQuotasRequest_ComponentData_0(o, b, h):
     s = o.entity_type
     s = s.encode()
     b += _S_1.pack(len(s))
     b += s
-    b += _S_2.pack(o.match_type)
+    b += _S_6.pack(o.match_type)
     s = o.match
     if s is None:
         b += b'\xff\xff'
@@ -238,7 +262,7 @@ def _e_DescribeClientQuotasRequest_ComponentData_1(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.match_type)
+    b += _S_6.pack(o.match_type)
     s = o.match
     if s is None:
         b.append(0)
@@ -330,299 +354,126 @@ DescribeClientQuotasResponse.EntityData = _DescribeClientQuotasResponse_EntityDa
 DescribeClientQuotasResponse.ValueData = _DescribeClientQuotasResponse_ValueData
 DescribeClientQuotasResponse.EntryData = _DescribeClientQuotasResponse_EntryData
 
-def _d_DescribeClientQuotasResponse_EntityData_0(buf, p):
-    o = new(_DescribeClientQuotasResponse_EntityData)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasResponse', 0, p, 'null string in EntityType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasResponse', 0, p, 'EntityType runs past the frame')
-            o.entity_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.entity_name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasResponse', 0, p, 'EntityName runs past the frame')
-            o.entity_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClientQuotasResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeClientQuotasResponse_ValueData_0(buf, p):
-    o = new(_DescribeClientQuotasResponse_ValueData)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasResponse', 0, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasResponse', 0, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        o.value, = _S_5.unpack_from(buf, p)
-        p += 8
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClientQuotasResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeClientQuotasResponse_EntryData_0(buf, p):
-    o = new(_DescribeClientQuotasResponse_EntryData)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasResponse', 0, p, 'null array in Entity')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeClientQuotasResponse', 0, p, 'array Entity longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeClientQuotasResponse_EntityData_0(buf, p)
-                app(e)
-            o.entity = lst
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasResponse', 0, p, 'null array in Values')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeClientQuotasResponse', 0, p, 'array Values longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeClientQuotasResponse_ValueData_0(buf, p)
-                app(e)
-            o.values = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClientQuotasResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeClientQuotasResponse_0(buf, p):
-    o = new(DescribeClientQuotasResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(DescribeClientQuotasResponse)
+        o0.throttle_time_ms, o0.error_code, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
-            o.error_message = None
+            o0.error_message = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('DescribeClientQuotasResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.entries = None
+            o0.entries = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeClientQuotasResponse', 0, p, 'array Entries longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeClientQuotasResponse_EntryData_0(buf, p)
-                app(e)
-            o.entries = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeClientQuotasResponse_EntryData)
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeClientQuotasResponse', 0, p, 'null array in Entity')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeClientQuotasResponse', 0, p, 'array Entity longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeClientQuotasResponse_EntityData)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeClientQuotasResponse', 0, p, 'null string in EntityType')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeClientQuotasResponse', 0, p, 'EntityType runs past the frame')
+                            o2.entity_type = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.entity_name = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeClientQuotasResponse', 0, p, 'EntityName runs past the frame')
+                            o2.entity_name = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.entity = lst1
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeClientQuotasResponse', 0, p, 'null array in Values')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeClientQuotasResponse', 0, p, 'array Values longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeClientQuotasResponse_ValueData)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeClientQuotasResponse', 0, p, 'null string in Key')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeClientQuotasResponse', 0, p, 'Key runs past the frame')
+                            o2.key = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.value, = _S_8.unpack_from(buf, p)
+                        p += 8
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.values = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.entries = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClientQuotasResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeClientQuotasResponse_EntityData_1(buf, p):
-    o = new(_DescribeClientQuotasResponse_EntityData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasResponse', 1, p, 'null string in EntityType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'EntityType runs past the frame')
-            o.entity_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.entity_name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'EntityName runs past the frame')
-            o.entity_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeClientQuotasResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClientQuotasResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeClientQuotasResponse_ValueData_1(buf, p):
-    o = new(_DescribeClientQuotasResponse_ValueData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasResponse', 1, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        o.value, = _S_5.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeClientQuotasResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClientQuotasResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeClientQuotasResponse_EntryData_1(buf, p):
-    o = new(_DescribeClientQuotasResponse_EntryData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasResponse', 1, p, 'null array in Entity')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'array Entity longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeClientQuotasResponse_EntityData_1(buf, p)
-                app(e)
-            o.entity = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClientQuotasResponse', 1, p, 'null array in Values')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'array Values longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeClientQuotasResponse_ValueData_1(buf, p)
-                app(e)
-            o.values = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeClientQuotasResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClientQuotasResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeClientQuotasResponse_1(buf, p):
-    o = new(DescribeClientQuotasResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(DescribeClientQuotasResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_9.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeClientQuotasResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -630,39 +481,201 @@ def _d_DescribeClientQuotasResponse_1(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.entries = None
+            o0.entries = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeClientQuotasResponse', 1, p, 'array Entries longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeClientQuotasResponse_EntryData_1(buf, p)
-                app(e)
-            o.entries = lst
+                o1 = new(_DescribeClientQuotasResponse_EntryData)
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'null array in Entity')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeClientQuotasResponse', 1, p, 'array Entity longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeClientQuotasResponse_EntityData)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'EntityType runs past the frame')
+                            o2.entity_type = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'null string in EntityType')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'EntityType runs past the frame')
+                                o2.entity_type = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'EntityName runs past the frame')
+                            o2.entity_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.entity_name = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'EntityName runs past the frame')
+                                o2.entity_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeClientQuotasResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.entity = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'null array in Values')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeClientQuotasResponse', 1, p, 'array Values longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeClientQuotasResponse_ValueData)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'Key runs past the frame')
+                            o2.key = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'null string in Key')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'Key runs past the frame')
+                                o2.key = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.value, k = _S_10.unpack_from(buf, p)
+                        p += 8
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeClientQuotasResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeClientQuotasResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.values = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeClientQuotasResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeClientQuotasResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.entries = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeClientQuotasResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeClientQuotasResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClientQuotasResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeClientQuotasResponse_EntityData_0(o, b, h):
     s = o.entity_type
@@ -682,7 +695,7 @@ def _e_DescribeClientQuotasResponse_ValueData_0(o, b, h):
     s = s.encode()
     b += _S_1.pack(len(s))
     b += s
-    b += _S_5.pack(o.value)
+    b += _S_8.pack(o.value)
 
 def _e_DescribeClientQuotasResponse_EntryData_0(o, b, h):
     lst = o.entity
@@ -695,7 +708,7 @@ def _e_DescribeClientQuotasResponse_EntryData_0(o, b, h):
         _e_DescribeClientQuotasResponse_ValueData_0(e, b, h)
 
 def _e_DescribeClientQuotasResponse_0(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b += b'\xff\xff'
@@ -746,7 +759,7 @@ def _e_DescribeClientQuotasResponse_ValueData_1(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.value)
+    b += _S_8.pack(o.value)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -777,7 +790,7 @@ def _e_DescribeClientQuotasResponse_EntryData_1(o, b, h):
         b.append(0)
 
 def _e_DescribeClientQuotasResponse_1(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

@@ -12,15 +12,38 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>?')
-_S_1 = _Struct('>?b')
-_S_2 = _Struct('>?b?')
-_S_3 = _Struct('>ih')
-_S_4 = _Struct('>i')
-_S_5 = _Struct('>b')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>?B')
+_S_1 = _Struct('>?bB')
+_S_2 = _Struct('>?b?B')
+_S_3 = _Struct('>?')
+_S_4 = _Struct('>?b')
+_S_5 = _Struct('>?b?')
+_S_6 = _Struct('>ihB')
+_S_7 = _Struct('>iB')
+_S_8 = _Struct('>bB')
+_S_9 = _Struct('>ih')
+_S_10 = _Struct('>i')
+_S_11 = _Struct('>b')
 
 
 class DescribeClusterRequest(KafkaMessage):
@@ -41,97 +64,100 @@ class DescribeClusterRequest(KafkaMessage):
 
 
 def _d_DescribeClusterRequest_0(buf, p):
-    o = new(DescribeClusterRequest)
-    o.endpoint_type = 1
-    o.include_fenced_brokers = False
+    end = len(buf)
     try:
-        o.include_cluster_authorized_operations, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeClusterRequest)
+        o0.endpoint_type = 1
+        o0.include_fenced_brokers = False
+        o0.include_cluster_authorized_operations, k = _S_0.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeClusterRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeClusterRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClusterRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeClusterRequest_1(buf, p):
-    o = new(DescribeClusterRequest)
-    o.include_fenced_brokers = False
+    end = len(buf)
     try:
-        o.include_cluster_authorized_operations, o.endpoint_type = _S_1.unpack_from(buf, p)
+        o0 = new(DescribeClusterRequest)
+        o0.include_fenced_brokers = False
+        o0.include_cluster_authorized_operations, o0.endpoint_type, k = _S_1.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeClusterRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeClusterRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClusterRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeClusterRequest_2(buf, p):
-    o = new(DescribeClusterRequest)
+    end = len(buf)
     try:
-        o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers = _S_2.unpack_from(buf, p)
+        o0 = new(DescribeClusterRequest)
+        o0.include_cluster_authorized_operations, o0.endpoint_type, o0.include_fenced_brokers, k = _S_2.unpack_from(buf, p)
         p += 3
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeClusterRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeClusterRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClusterRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeClusterRequest_0(o, b, h):
-    b += _S_0.pack(o.include_cluster_authorized_operations)
+    b += _S_3.pack(o.include_cluster_authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -139,7 +165,7 @@ def _e_DescribeClusterRequest_0(o, b, h):
         b.append(0)
 
 def _e_DescribeClusterRequest_1(o, b, h):
-    b += _S_1.pack(o.include_cluster_authorized_operations, o.endpoint_type)
+    b += _S_4.pack(o.include_cluster_authorized_operations, o.endpoint_type)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -147,7 +173,7 @@ def _e_DescribeClusterRequest_1(o, b, h):
         b.append(0)
 
 def _e_DescribeClusterRequest_2(o, b, h):
-    b += _S_2.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
+    b += _S_5.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -195,104 +221,60 @@ class DescribeClusterResponse(KafkaMessage):
 
 DescribeClusterResponse.DescribeClusterBroker = _DescribeClusterResponse_DescribeClusterBroker
 
-def _d_DescribeClusterResponse_DescribeClusterBroker_0(buf, p):
-    o = new(_DescribeClusterResponse_DescribeClusterBroker)
-    o.is_fenced = False
-    try:
-        o.broker_id, = _S_4.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClusterResponse', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClusterResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_4.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClusterResponse', 0, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeClusterResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeClusterResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClusterResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeClusterResponse_0(buf, p):
-    o = new(DescribeClusterResponse)
-    o.endpoint_type = 1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(DescribeClusterResponse)
+        o0.endpoint_type = 1
+        o0.throttle_time_ms, o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeClusterResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClusterResponse', 0, p, 'null string in ClusterId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeClusterResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeClusterResponse', 0, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.controller_id, = _S_4.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('DescribeClusterResponse', 0, p, 'null string in ClusterId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeClusterResponse', 0, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.controller_id, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -300,139 +282,161 @@ def _d_DescribeClusterResponse_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeClusterResponse', 0, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeClusterResponse', 0, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeClusterResponse_DescribeClusterBroker_0(buf, p)
-                app(e)
-            o.brokers = lst
-        o.cluster_authorized_operations, = _S_4.unpack_from(buf, p)
+                o1 = new(_DescribeClusterResponse_DescribeClusterBroker)
+                o1.is_fenced = False
+                o1.broker_id, k = _S_7.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeClusterResponse', 0, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeClusterResponse', 0, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeClusterResponse', 0, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_7.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeClusterResponse', 0, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeClusterResponse', 0, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeClusterResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeClusterResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.brokers = lst0
+        o0.cluster_authorized_operations, k = _S_7.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeClusterResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeClusterResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClusterResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeClusterResponse_DescribeClusterBroker_1(buf, p):
-    o = new(_DescribeClusterResponse_DescribeClusterBroker)
-    o.is_fenced = False
-    try:
-        o.broker_id, = _S_4.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClusterResponse', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClusterResponse', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_4.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClusterResponse', 1, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeClusterResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeClusterResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClusterResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeClusterResponse_1(buf, p):
-    o = new(DescribeClusterResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(DescribeClusterResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeClusterResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.endpoint_type, = _S_5.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeClusterResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        o0.endpoint_type, k = _S_8.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClusterResponse', 1, p, 'null string in ClusterId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeClusterResponse', 1, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.controller_id, = _S_4.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('DescribeClusterResponse', 1, p, 'null string in ClusterId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeClusterResponse', 1, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.controller_id, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -440,140 +444,161 @@ def _d_DescribeClusterResponse_1(buf, p):
         if n < 0:
             raise DecodeError('DescribeClusterResponse', 1, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeClusterResponse', 1, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeClusterResponse_DescribeClusterBroker_1(buf, p)
-                app(e)
-            o.brokers = lst
-        o.cluster_authorized_operations, = _S_4.unpack_from(buf, p)
+                o1 = new(_DescribeClusterResponse_DescribeClusterBroker)
+                o1.is_fenced = False
+                o1.broker_id, k = _S_7.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeClusterResponse', 1, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeClusterResponse', 1, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeClusterResponse', 1, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_7.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeClusterResponse', 1, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeClusterResponse', 1, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeClusterResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeClusterResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.brokers = lst0
+        o0.cluster_authorized_operations, k = _S_7.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeClusterResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeClusterResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClusterResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeClusterResponse_DescribeClusterBroker_2(buf, p):
-    o = new(_DescribeClusterResponse_DescribeClusterBroker)
-    try:
-        o.broker_id, = _S_4.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClusterResponse', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClusterResponse', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_4.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeClusterResponse', 2, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_fenced, = _S_0.unpack_from(buf, p)
-        p += 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeClusterResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeClusterResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeClusterResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeClusterResponse_2(buf, p):
-    o = new(DescribeClusterResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(DescribeClusterResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeClusterResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.endpoint_type, = _S_5.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeClusterResponse', 2, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        o0.endpoint_type, k = _S_8.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeClusterResponse', 2, p, 'null string in ClusterId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeClusterResponse', 2, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.controller_id, = _S_4.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('DescribeClusterResponse', 2, p, 'null string in ClusterId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeClusterResponse', 2, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.controller_id, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -581,42 +606,110 @@ def _d_DescribeClusterResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DescribeClusterResponse', 2, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeClusterResponse', 2, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeClusterResponse_DescribeClusterBroker_2(buf, p)
-                app(e)
-            o.brokers = lst
-        o.cluster_authorized_operations, = _S_4.unpack_from(buf, p)
+                o1 = new(_DescribeClusterResponse_DescribeClusterBroker)
+                o1.broker_id, k = _S_7.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeClusterResponse', 2, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeClusterResponse', 2, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeClusterResponse', 2, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_7.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeClusterResponse', 2, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeClusterResponse', 2, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.is_fenced, k = _S_0.unpack_from(buf, p)
+                p += 1
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeClusterResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeClusterResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.brokers = lst0
+        o0.cluster_authorized_operations, k = _S_7.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeClusterResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeClusterResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeClusterResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeClusterResponse_DescribeClusterBroker_0(o, b, h):
-    b += _S_4.pack(o.broker_id)
+    b += _S_10.pack(o.broker_id)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -625,7 +718,7 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.port)
+    b += _S_10.pack(o.port)
     s = o.rack
     if s is None:
         b.append(0)
@@ -644,7 +737,7 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_0(o, b, h):
         b.append(0)
 
 def _e_DescribeClusterResponse_0(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_9.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -664,7 +757,7 @@ def _e_DescribeClusterResponse_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.controller_id)
+    b += _S_10.pack(o.controller_id)
     lst = o.brokers
     n = len(lst) + 1
     if n < 128:
@@ -673,7 +766,7 @@ def _e_DescribeClusterResponse_0(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_DescribeClusterResponse_DescribeClusterBroker_0(e, b, h)
-    b += _S_4.pack(o.cluster_authorized_operations)
+    b += _S_10.pack(o.cluster_authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -681,7 +774,7 @@ def _e_DescribeClusterResponse_0(o, b, h):
         b.append(0)
 
 def _e_DescribeClusterResponse_1(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_9.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -693,7 +786,7 @@ def _e_DescribeClusterResponse_1(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_5.pack(o.endpoint_type)
+    b += _S_11.pack(o.endpoint_type)
     s = o.cluster_id
     s = s.encode()
     n = len(s) + 1
@@ -702,7 +795,7 @@ def _e_DescribeClusterResponse_1(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.controller_id)
+    b += _S_10.pack(o.controller_id)
     lst = o.brokers
     n = len(lst) + 1
     if n < 128:
@@ -711,7 +804,7 @@ def _e_DescribeClusterResponse_1(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_DescribeClusterResponse_DescribeClusterBroker_0(e, b, h)
-    b += _S_4.pack(o.cluster_authorized_operations)
+    b += _S_10.pack(o.cluster_authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -719,7 +812,7 @@ def _e_DescribeClusterResponse_1(o, b, h):
         b.append(0)
 
 def _e_DescribeClusterResponse_DescribeClusterBroker_2(o, b, h):
-    b += _S_4.pack(o.broker_id)
+    b += _S_10.pack(o.broker_id)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -728,7 +821,7 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.port)
+    b += _S_10.pack(o.port)
     s = o.rack
     if s is None:
         b.append(0)
@@ -740,7 +833,7 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.is_fenced)
+    b += _S_3.pack(o.is_fenced)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -748,7 +841,7 @@ def _e_DescribeClusterResponse_DescribeClusterBroker_2(o, b, h):
         b.append(0)
 
 def _e_DescribeClusterResponse_2(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_9.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -760,7 +853,7 @@ def _e_DescribeClusterResponse_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_5.pack(o.endpoint_type)
+    b += _S_11.pack(o.endpoint_type)
     s = o.cluster_id
     s = s.encode()
     n = len(s) + 1
@@ -769,7 +862,7 @@ def _e_DescribeClusterResponse_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.controller_id)
+    b += _S_10.pack(o.controller_id)
     lst = o.brokers
     n = len(lst) + 1
     if n < 128:
@@ -778,7 +871,7 @@ def _e_DescribeClusterResponse_2(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_DescribeClusterResponse_DescribeClusterBroker_2(e, b, h)
-    b += _S_4.pack(o.cluster_authorized_operations)
+    b += _S_10.pack(o.cluster_authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

@@ -12,16 +12,42 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>i')
-_S_1 = _Struct('>b')
+_S_1 = _Struct('>bh')
 _S_2 = _Struct('>h')
 _S_3 = _Struct('>?')
 _S_4 = _Struct('>??')
-_S_5 = _Struct('>???')
-_S_6 = _Struct('>?b?')
+_S_5 = _Struct('>bB')
+_S_6 = _Struct('>??B')
+_S_7 = _Struct('>b')
+_S_8 = _Struct('>ii')
+_S_9 = _Struct('>hh')
+_S_10 = _Struct('>???')
+_S_11 = _Struct('>?b?i')
+_S_12 = _Struct('>iB')
+_S_13 = _Struct('>hB')
+_S_14 = _Struct('>?b?B')
+_S_15 = _Struct('>?b?')
 
 
 class _DescribeConfigsRequest_DescribeConfigsResource(KafkaStruct):
@@ -54,344 +80,240 @@ class DescribeConfigsRequest(KafkaMessage):
 
 DescribeConfigsRequest.DescribeConfigsResource = _DescribeConfigsRequest_DescribeConfigsResource
 
-def _d_DescribeConfigsRequest_DescribeConfigsResource_0(buf, p):
-    o = new(_DescribeConfigsRequest_DescribeConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsRequest', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsRequest', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.configuration_keys = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsRequest', 0, p, 'array ConfigurationKeys longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n, = _S_2.unpack_from(buf, p)
-                p += 2
-                if n < 0:
-                    raise DecodeError('DescribeConfigsRequest', 0, p, 'null string in ConfigurationKeys')
-                else:
-                    q = p + n
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsRequest', 0, p, 'ConfigurationKeys runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
-                    p = q
-                app(e)
-            o.configuration_keys = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeConfigsRequest_0(buf, p):
-    o = new(DescribeConfigsRequest)
-    o.include_synonyms = False
-    o.include_documentation = False
+    end = len(buf)
     try:
+        o0 = new(DescribeConfigsRequest)
+        o0.include_synonyms = False
+        o0.include_documentation = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeConfigsRequest', 0, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsRequest', 0, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsRequest_DescribeConfigsResource_0(buf, p)
-                app(e)
-            o.resources = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsRequest_DescribeConfigsResource_1(buf, p):
-    o = new(_DescribeConfigsRequest_DescribeConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsRequest', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsRequest', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.configuration_keys = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsRequest', 1, p, 'array ConfigurationKeys longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n, = _S_2.unpack_from(buf, p)
-                p += 2
+                o1 = new(_DescribeConfigsRequest_DescribeConfigsResource)
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
                 if n < 0:
-                    raise DecodeError('DescribeConfigsRequest', 1, p, 'null string in ConfigurationKeys')
+                    raise DecodeError('DescribeConfigsRequest', 0, p, 'null string in ResourceName')
                 else:
                     q = p + n
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsRequest', 1, p, 'ConfigurationKeys runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    if q > end:
+                        raise DecodeError('DescribeConfigsRequest', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.configuration_keys = lst
-        o.unknown_tags = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.configuration_keys = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsRequest', 0, p, 'array ConfigurationKeys longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsRequest', 0, p, 'null string in ConfigurationKeys')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsRequest', 0, p, 'ConfigurationKeys runs past the frame')
+                            e1 = str(buf[p:q], 'utf-8')
+                            p = q
+                        app1(e1)
+                    o1.configuration_keys = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 1, p, _reason(e)) from None
-    return o, p
+        raise DecodeError('DescribeConfigsRequest', 0, p, _reason(e)) from None
+    return o0, p
 
 def _d_DescribeConfigsRequest_1(buf, p):
-    o = new(DescribeConfigsRequest)
-    o.include_documentation = False
+    end = len(buf)
     try:
+        o0 = new(DescribeConfigsRequest)
+        o0.include_documentation = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeConfigsRequest', 1, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsRequest', 1, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsRequest_DescribeConfigsResource_1(buf, p)
-                app(e)
-            o.resources = lst
-        o.include_synonyms, = _S_3.unpack_from(buf, p)
-        p += 1
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsRequest_DescribeConfigsResource_2(buf, p):
-    o = new(_DescribeConfigsRequest_DescribeConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsRequest', 2, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsRequest', 2, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.configuration_keys = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsRequest', 2, p, 'array ConfigurationKeys longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n, = _S_2.unpack_from(buf, p)
-                p += 2
+                o1 = new(_DescribeConfigsRequest_DescribeConfigsResource)
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
                 if n < 0:
-                    raise DecodeError('DescribeConfigsRequest', 2, p, 'null string in ConfigurationKeys')
+                    raise DecodeError('DescribeConfigsRequest', 1, p, 'null string in ResourceName')
                 else:
                     q = p + n
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsRequest', 2, p, 'ConfigurationKeys runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    if q > end:
+                        raise DecodeError('DescribeConfigsRequest', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.configuration_keys = lst
-        o.unknown_tags = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.configuration_keys = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsRequest', 1, p, 'array ConfigurationKeys longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsRequest', 1, p, 'null string in ConfigurationKeys')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsRequest', 1, p, 'ConfigurationKeys runs past the frame')
+                            e1 = str(buf[p:q], 'utf-8')
+                            p = q
+                        app1(e1)
+                    o1.configuration_keys = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.include_synonyms, = _S_3.unpack_from(buf, p)
+        p += 1
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 2, p, _reason(e)) from None
-    return o, p
+        raise DecodeError('DescribeConfigsRequest', 1, p, _reason(e)) from None
+    return o0, p
 
 def _d_DescribeConfigsRequest_2(buf, p):
-    o = new(DescribeConfigsRequest)
-    o.include_documentation = False
+    end = len(buf)
     try:
+        o0 = new(DescribeConfigsRequest)
+        o0.include_documentation = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeConfigsRequest', 2, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsRequest', 2, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsRequest_DescribeConfigsResource_2(buf, p)
-                app(e)
-            o.resources = lst
-        o.include_synonyms, = _S_3.unpack_from(buf, p)
-        p += 1
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsRequest_DescribeConfigsResource_3(buf, p):
-    o = new(_DescribeConfigsRequest_DescribeConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsRequest', 3, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsRequest', 3, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.configuration_keys = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsRequest', 3, p, 'array ConfigurationKeys longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n, = _S_2.unpack_from(buf, p)
-                p += 2
+                o1 = new(_DescribeConfigsRequest_DescribeConfigsResource)
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
                 if n < 0:
-                    raise DecodeError('DescribeConfigsRequest', 3, p, 'null string in ConfigurationKeys')
+                    raise DecodeError('DescribeConfigsRequest', 2, p, 'null string in ResourceName')
                 else:
                     q = p + n
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsRequest', 3, p, 'ConfigurationKeys runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    if q > end:
+                        raise DecodeError('DescribeConfigsRequest', 2, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.configuration_keys = lst
-        o.unknown_tags = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.configuration_keys = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsRequest', 2, p, 'array ConfigurationKeys longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsRequest', 2, p, 'null string in ConfigurationKeys')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsRequest', 2, p, 'ConfigurationKeys runs past the frame')
+                            e1 = str(buf[p:q], 'utf-8')
+                            p = q
+                        app1(e1)
+                    o1.configuration_keys = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.include_synonyms, = _S_3.unpack_from(buf, p)
+        p += 1
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 3, p, _reason(e)) from None
-    return o, p
+        raise DecodeError('DescribeConfigsRequest', 2, p, _reason(e)) from None
+    return o0, p
 
 def _d_DescribeConfigsRequest_3(buf, p):
-    o = new(DescribeConfigsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeConfigsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeConfigsRequest', 3, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsRequest', 3, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsRequest_DescribeConfigsResource_3(buf, p)
-                app(e)
-            o.resources = lst
-        o.include_synonyms, o.include_documentation = _S_4.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsRequest_DescribeConfigsResource_4(buf, p):
-    o = new(_DescribeConfigsRequest_DescribeConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeConfigsRequest', 4, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsRequest', 4, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.configuration_keys = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsRequest', 4, p, 'array ConfigurationKeys longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                o1 = new(_DescribeConfigsRequest_DescribeConfigsResource)
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
                 if n < 0:
-                    raise DecodeError('DescribeConfigsRequest', 4, p, 'null string in ConfigurationKeys')
+                    raise DecodeError('DescribeConfigsRequest', 3, p, 'null string in ResourceName')
                 else:
                     q = p + n
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsRequest', 4, p, 'ConfigurationKeys runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    if q > end:
+                        raise DecodeError('DescribeConfigsRequest', 3, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.configuration_keys = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeConfigsRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.configuration_keys = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsRequest', 3, p, 'array ConfigurationKeys longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsRequest', 3, p, 'null string in ConfigurationKeys')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsRequest', 3, p, 'ConfigurationKeys runs past the frame')
+                            e1 = str(buf[p:q], 'utf-8')
+                            p = q
+                        app1(e1)
+                    o1.configuration_keys = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.include_synonyms, o0.include_documentation = _S_4.unpack_from(buf, p)
+        p += 2
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsRequest', 4, p, _reason(e)) from None
-    return o, p
+        raise DecodeError('DescribeConfigsRequest', 3, p, _reason(e)) from None
+    return o0, p
 
 def _d_DescribeConfigsRequest_4(buf, p):
-    o = new(DescribeConfigsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeConfigsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -401,42 +323,123 @@ def _d_DescribeConfigsRequest_4(buf, p):
         if n < 0:
             raise DecodeError('DescribeConfigsRequest', 4, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsRequest', 4, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsRequest_DescribeConfigsResource_4(buf, p)
-                app(e)
-            o.resources = lst
-        o.include_synonyms, o.include_documentation = _S_4.unpack_from(buf, p)
+                o1 = new(_DescribeConfigsRequest_DescribeConfigsResource)
+                o1.resource_type, k = _S_5.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeConfigsRequest', 4, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeConfigsRequest', 4, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeConfigsRequest', 4, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.configuration_keys = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsRequest', 4, p, 'array ConfigurationKeys longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeConfigsRequest', 4, p, 'ConfigurationKeys runs past the frame')
+                            e1 = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeConfigsRequest', 4, p, 'null string in ConfigurationKeys')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeConfigsRequest', 4, p, 'ConfigurationKeys runs past the frame')
+                                e1 = str(buf[p:q], 'utf-8')
+                                p = q
+                        app1(e1)
+                    o1.configuration_keys = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeConfigsRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeConfigsRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.resources = lst0
+        o0.include_synonyms, o0.include_documentation, k = _S_6.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeConfigsRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeConfigsRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeConfigsRequest_DescribeConfigsResource_0(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_7.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -473,7 +476,7 @@ def _e_DescribeConfigsRequest_3(o, b, h):
     b += _S_4.pack(o.include_synonyms, o.include_documentation)
 
 def _e_DescribeConfigsRequest_DescribeConfigsResource_4(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_7.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1
@@ -589,781 +592,453 @@ DescribeConfigsResponse.DescribeConfigsSynonym = _DescribeConfigsResponse_Descri
 DescribeConfigsResponse.DescribeConfigsResourceResult = _DescribeConfigsResponse_DescribeConfigsResourceResult
 DescribeConfigsResponse.DescribeConfigsResult = _DescribeConfigsResponse_DescribeConfigsResult
 
-def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_0(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
-    o.config_source = -1
-    o.synonyms = []
-    o.config_type = 0
-    o.documentation = ''
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 0, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.read_only, o.is_default, o.is_sensitive = _S_5.unpack_from(buf, p)
-        p += 3
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResult_0(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 0, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 0, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_0(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeConfigsResponse_0(buf, p):
-    o = new(DescribeConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeConfigsResponse)
+        o0.throttle_time_ms, n = _S_8.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResult_0(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeConfigsResponse_DescribeConfigsResult)
+                o1.error_code, n = _S_9.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 0, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 0, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsResponse', 0, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+                        o2.config_source = -1
+                        o2.synonyms = []
+                        o2.config_type = 0
+                        o2.documentation = ''
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsResponse', 0, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 0, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.read_only, o2.is_default, o2.is_sensitive = _S_10.unpack_from(buf, p)
+                        p += 3
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsSynonym_1(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 1, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.source, = _S_1.unpack_from(buf, p)
-        p += 1
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_1(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
-    o.is_default = False
-    o.config_type = 0
-    o.documentation = ''
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 1, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.read_only, o.config_source, o.is_sensitive = _S_6.unpack_from(buf, p)
-        p += 3
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 1, p, 'null array in Synonyms')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 1, p, 'array Synonyms longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsSynonym_1(buf, p)
-                app(e)
-            o.synonyms = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResult_1(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 1, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 1, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_1(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeConfigsResponse_1(buf, p):
-    o = new(DescribeConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeConfigsResponse)
+        o0.throttle_time_ms, n = _S_8.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 1, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsResponse', 1, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResult_1(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeConfigsResponse_DescribeConfigsResult)
+                o1.error_code, n = _S_9.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 1, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 1, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsResponse', 1, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+                        o2.is_default = False
+                        o2.config_type = 0
+                        o2.documentation = ''
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsResponse', 1, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 1, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 1, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.read_only, o2.config_source, o2.is_sensitive, n = _S_11.unpack_from(buf, p)
+                        p += 7
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsResponse', 1, p, 'null array in Synonyms')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeConfigsResponse', 1, p, 'array Synonyms longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
+                                n, = _S_2.unpack_from(buf, p)
+                                p += 2
+                                if n < 0:
+                                    raise DecodeError('DescribeConfigsResponse', 1, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('DescribeConfigsResponse', 1, p, 'Name runs past the frame')
+                                    o3.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                                n, = _S_2.unpack_from(buf, p)
+                                p += 2
+                                if n < 0:
+                                    o3.value = None
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('DescribeConfigsResponse', 1, p, 'Value runs past the frame')
+                                    o3.value = str(buf[p:q], 'utf-8')
+                                    p = q
+                                o3.source, = _S_7.unpack_from(buf, p)
+                                p += 1
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.synonyms = lst2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsSynonym_2(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 2, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.source, = _S_1.unpack_from(buf, p)
-        p += 1
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_2(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
-    o.is_default = False
-    o.config_type = 0
-    o.documentation = ''
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 2, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.read_only, o.config_source, o.is_sensitive = _S_6.unpack_from(buf, p)
-        p += 3
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 2, p, 'null array in Synonyms')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 2, p, 'array Synonyms longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsSynonym_2(buf, p)
-                app(e)
-            o.synonyms = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResult_2(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 2, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 2, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 2, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 2, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_2(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeConfigsResponse_2(buf, p):
-    o = new(DescribeConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeConfigsResponse)
+        o0.throttle_time_ms, n = _S_8.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 2, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsResponse', 2, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResult_2(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeConfigsResponse_DescribeConfigsResult)
+                o1.error_code, n = _S_9.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 2, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 2, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 2, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 2, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsResponse', 2, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+                        o2.is_default = False
+                        o2.config_type = 0
+                        o2.documentation = ''
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsResponse', 2, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 2, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 2, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.read_only, o2.config_source, o2.is_sensitive, n = _S_11.unpack_from(buf, p)
+                        p += 7
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsResponse', 2, p, 'null array in Synonyms')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeConfigsResponse', 2, p, 'array Synonyms longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
+                                n, = _S_2.unpack_from(buf, p)
+                                p += 2
+                                if n < 0:
+                                    raise DecodeError('DescribeConfigsResponse', 2, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('DescribeConfigsResponse', 2, p, 'Name runs past the frame')
+                                    o3.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                                n, = _S_2.unpack_from(buf, p)
+                                p += 2
+                                if n < 0:
+                                    o3.value = None
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('DescribeConfigsResponse', 2, p, 'Value runs past the frame')
+                                    o3.value = str(buf[p:q], 'utf-8')
+                                    p = q
+                                o3.source, = _S_7.unpack_from(buf, p)
+                                p += 1
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.synonyms = lst2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsSynonym_3(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.source, = _S_1.unpack_from(buf, p)
-        p += 1
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
-    o.is_default = False
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.read_only, o.config_source, o.is_sensitive = _S_6.unpack_from(buf, p)
-        p += 3
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 3, p, 'null array in Synonyms')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'array Synonyms longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsSynonym_3(buf, p)
-                app(e)
-            o.synonyms = lst
-        o.config_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.documentation = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'Documentation runs past the frame')
-            o.documentation = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResult_3(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 3, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 3, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 3, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_3(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeConfigsResponse_3(buf, p):
-    o = new(DescribeConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeConfigsResponse)
+        o0.throttle_time_ms, n = _S_8.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 3, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsResponse', 3, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResult_3(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeConfigsResponse_DescribeConfigsResult)
+                o1.error_code, n = _S_9.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 3, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 3, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 3, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 3, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsResponse', 3, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+                        o2.is_default = False
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsResponse', 3, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 3, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 3, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.read_only, o2.config_source, o2.is_sensitive, n = _S_11.unpack_from(buf, p)
+                        p += 7
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsResponse', 3, p, 'null array in Synonyms')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeConfigsResponse', 3, p, 'array Synonyms longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
+                                n, = _S_2.unpack_from(buf, p)
+                                p += 2
+                                if n < 0:
+                                    raise DecodeError('DescribeConfigsResponse', 3, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('DescribeConfigsResponse', 3, p, 'Name runs past the frame')
+                                    o3.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                                n, = _S_2.unpack_from(buf, p)
+                                p += 2
+                                if n < 0:
+                                    o3.value = None
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('DescribeConfigsResponse', 3, p, 'Value runs past the frame')
+                                    o3.value = str(buf[p:q], 'utf-8')
+                                    p = q
+                                o3.source, = _S_7.unpack_from(buf, p)
+                                p += 1
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.synonyms = lst2
+                        o2.config_type, n = _S_1.unpack_from(buf, p)
+                        p += 3
+                        if n < 0:
+                            o2.documentation = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 3, p, 'Documentation runs past the frame')
+                            o2.documentation = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsSynonym_4(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.source, = _S_1.unpack_from(buf, p)
-        p += 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResourceResult_4(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
-    o.is_default = False
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.read_only, o.config_source, o.is_sensitive = _S_6.unpack_from(buf, p)
-        p += 3
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 4, p, 'null array in Synonyms')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'array Synonyms longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsSynonym_4(buf, p)
-                app(e)
-            o.synonyms = lst
-        o.config_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.documentation = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'Documentation runs past the frame')
-            o.documentation = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeConfigsResponse_DescribeConfigsResult_4(buf, p):
-    o = new(_DescribeConfigsResponse_DescribeConfigsResult)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeConfigsResponse', 4, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeConfigsResponse', 4, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResourceResult_4(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeConfigsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeConfigsResponse_4(buf, p):
-    o = new(DescribeConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeConfigsResponse)
+        o0.throttle_time_ms, k = _S_12.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1371,37 +1046,293 @@ def _d_DescribeConfigsResponse_4(buf, p):
         if n < 0:
             raise DecodeError('DescribeConfigsResponse', 4, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeConfigsResponse', 4, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeConfigsResponse_DescribeConfigsResult_4(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_DescribeConfigsResponse_DescribeConfigsResult)
+                o1.error_code, k = _S_13.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 4, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeConfigsResponse', 4, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.resource_type, k = _S_5.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeConfigsResponse', 4, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeConfigsResponse', 4, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeConfigsResponse', 4, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeConfigsResponse', 4, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+                        o2.is_default = False
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 4, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeConfigsResponse', 4, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 4, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeConfigsResponse', 4, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.read_only, o2.config_source, o2.is_sensitive, k = _S_14.unpack_from(buf, p)
+                        p += 3
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeConfigsResponse', 4, p, 'null array in Synonyms')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeConfigsResponse', 4, p, 'array Synonyms longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeConfigsResponse_DescribeConfigsSynonym)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('DescribeConfigsResponse', 4, p, 'Name runs past the frame')
+                                    o3.name = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('DescribeConfigsResponse', 4, p, 'null string in Name')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('DescribeConfigsResponse', 4, p, 'Name runs past the frame')
+                                        o3.name = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('DescribeConfigsResponse', 4, p, 'Value runs past the frame')
+                                    o3.value = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.value = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('DescribeConfigsResponse', 4, p, 'Value runs past the frame')
+                                        o3.value = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o3.source, k = _S_5.unpack_from(buf, p)
+                                p += 1
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.synonyms = lst2
+                        o2.config_type, k = _S_5.unpack_from(buf, p)
+                        p += 1
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeConfigsResponse', 4, p, 'Documentation runs past the frame')
+                            o2.documentation = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.documentation = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeConfigsResponse', 4, p, 'Documentation runs past the frame')
+                                o2.documentation = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeConfigsResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeConfigsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeConfigsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_0(o, b, h):
     s = o.name
@@ -1415,7 +1346,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_0(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_5.pack(o.read_only, o.is_default, o.is_sensitive)
+    b += _S_10.pack(o.read_only, o.is_default, o.is_sensitive)
 
 def _e_DescribeConfigsResponse_DescribeConfigsResult_0(o, b, h):
     b += _S_2.pack(o.error_code)
@@ -1426,7 +1357,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_0(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_7.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -1455,7 +1386,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsSynonym_1(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.source)
+    b += _S_7.pack(o.source)
 
 def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_1(o, b, h):
     s = o.name
@@ -1469,7 +1400,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_1(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_6.pack(o.read_only, o.config_source, o.is_sensitive)
+    b += _S_15.pack(o.read_only, o.config_source, o.is_sensitive)
     lst = o.synonyms
     b += _S_0.pack(len(lst))
     for e in lst:
@@ -1484,7 +1415,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_1(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_7.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -1513,12 +1444,12 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_3(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_6.pack(o.read_only, o.config_source, o.is_sensitive)
+    b += _S_15.pack(o.read_only, o.config_source, o.is_sensitive)
     lst = o.synonyms
     b += _S_0.pack(len(lst))
     for e in lst:
         _e_DescribeConfigsResponse_DescribeConfigsSynonym_1(e, b, h)
-    b += _S_1.pack(o.config_type)
+    b += _S_7.pack(o.config_type)
     s = o.documentation
     if s is None:
         b += b'\xff\xff'
@@ -1536,7 +1467,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_3(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_7.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -1573,7 +1504,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsSynonym_4(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.source)
+    b += _S_7.pack(o.source)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1600,7 +1531,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_4(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_6.pack(o.read_only, o.config_source, o.is_sensitive)
+    b += _S_15.pack(o.read_only, o.config_source, o.is_sensitive)
     lst = o.synonyms
     n = len(lst) + 1
     if n < 128:
@@ -1609,7 +1540,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResourceResult_4(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_DescribeConfigsResponse_DescribeConfigsSynonym_4(e, b, h)
-    b += _S_1.pack(o.config_type)
+    b += _S_7.pack(o.config_type)
     s = o.documentation
     if s is None:
         b.append(0)
@@ -1640,7 +1571,7 @@ def _e_DescribeConfigsResponse_DescribeConfigsResult_4(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_7.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1

@@ -12,12 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>qqq')
+_S_2 = _Struct('>hi')
+_S_3 = _Struct('>qqqh')
+_S_4 = _Struct('>hB')
+_S_5 = _Struct('>qqqB')
+_S_6 = _Struct('>iB')
+_S_7 = _Struct('>qqq')
 
 
 class _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(KafkaStruct):
@@ -47,162 +69,96 @@ class DescribeDelegationTokenRequest(KafkaMessage):
 
 DescribeDelegationTokenRequest.DescribeDelegationTokenOwner = _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner
 
-def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_0(buf, p):
-    o = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeDelegationTokenRequest_0(buf, p):
-    o = new(DescribeDelegationTokenRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeDelegationTokenRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.owners = None
+            o0.owners = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'array Owners longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_0(buf, p)
-                app(e)
-            o.owners = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'null string in PrincipalType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'null string in PrincipalName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenRequest', 0, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.owners = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(buf, p):
-    o = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeDelegationTokenRequest_1(buf, p):
-    o = new(DescribeDelegationTokenRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeDelegationTokenRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.owners = None
+            o0.owners = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'array Owners longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_1(buf, p)
-                app(e)
-            o.owners = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'null string in PrincipalType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'null string in PrincipalName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenRequest', 1, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.owners = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_2(buf, p):
-    o = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeDelegationTokenRequest_2(buf, p):
-    o = new(DescribeDelegationTokenRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeDelegationTokenRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -210,98 +166,108 @@ def _d_DescribeDelegationTokenRequest_2(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.owners = None
+            o0.owners = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'array Owners longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_2(buf, p)
-                app(e)
-            o.owners = lst
+                o1 = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'null string in PrincipalType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'PrincipalType runs past the frame')
+                        o1.principal_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'null string in PrincipalName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'PrincipalName runs past the frame')
+                        o1.principal_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.owners = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_3(buf, p):
-    o = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeDelegationTokenRequest_3(buf, p):
-    o = new(DescribeDelegationTokenRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeDelegationTokenRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -309,39 +275,103 @@ def _d_DescribeDelegationTokenRequest_3(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.owners = None
+            o0.owners = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'array Owners longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_3(buf, p)
-                app(e)
-            o.owners = lst
+                o1 = new(_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'null string in PrincipalType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'PrincipalType runs past the frame')
+                        o1.principal_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'null string in PrincipalName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'PrincipalName runs past the frame')
+                        o1.principal_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.owners = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeDelegationTokenRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_0(o, b, h):
     s = o.principal_type
@@ -456,408 +486,216 @@ class DescribeDelegationTokenResponse(KafkaMessage):
 DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer = _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer
 DescribeDelegationTokenResponse.DescribedDelegationToken = _DescribeDelegationTokenResponse_DescribedDelegationToken
 
-def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_0(buf, p):
-    o = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_0(buf, p):
-    o = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_2.unpack_from(buf, p)
-        p += 24
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in TokenId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'TokenId runs past the frame')
-            o.token_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null bytes in Hmac')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null array in Renewers')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'array Renewers longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_0(buf, p)
-                app(e)
-            o.renewers = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeDelegationTokenResponse_0(buf, p):
-    o = new(DescribeDelegationTokenResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeDelegationTokenResponse)
+        o0.error_code, n = _S_2.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null array in Tokens')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'array Tokens longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationToken_0(buf, p)
-                app(e)
-            o.tokens = lst
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
+                o1.token_requester_principal_type = ''
+                o1.token_requester_principal_name = ''
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in PrincipalType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in PrincipalName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n = _S_3.unpack_from(buf, p)
+                p += 26
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in TokenId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'TokenId runs past the frame')
+                    o1.token_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null bytes in Hmac')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'Hmac runs past the frame')
+                    o1.hmac = bytes(buf[p:q])
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null array in Renewers')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'array Renewers longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in PrincipalType')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'PrincipalType runs past the frame')
+                            o2.principal_type = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'null string in PrincipalName')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 0, p, 'PrincipalName runs past the frame')
+                            o2.principal_name = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.renewers = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.tokens = lst0
+        o0.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(buf, p):
-    o = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1(buf, p):
-    o = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_2.unpack_from(buf, p)
-        p += 24
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in TokenId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'TokenId runs past the frame')
-            o.token_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null bytes in Hmac')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null array in Renewers')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'array Renewers longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_1(buf, p)
-                app(e)
-            o.renewers = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeDelegationTokenResponse_1(buf, p):
-    o = new(DescribeDelegationTokenResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeDelegationTokenResponse)
+        o0.error_code, n = _S_2.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null array in Tokens')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'array Tokens longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationToken_1(buf, p)
-                app(e)
-            o.tokens = lst
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
+                o1.token_requester_principal_type = ''
+                o1.token_requester_principal_name = ''
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in PrincipalType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in PrincipalName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n = _S_3.unpack_from(buf, p)
+                p += 26
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in TokenId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'TokenId runs past the frame')
+                    o1.token_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null bytes in Hmac')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'Hmac runs past the frame')
+                    o1.hmac = bytes(buf[p:q])
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null array in Renewers')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'array Renewers longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in PrincipalType')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'PrincipalType runs past the frame')
+                            o2.principal_type = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'null string in PrincipalName')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 1, p, 'PrincipalName runs past the frame')
+                            o2.principal_name = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.renewers = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.tokens = lst0
+        o0.throttle_time_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_2(buf, p):
-    o = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, p):
-    o = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_2.unpack_from(buf, p)
-        p += 24
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in TokenId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
-            o.token_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null bytes in Hmac')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null array in Renewers')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'array Renewers longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_2(buf, p)
-                app(e)
-            o.renewers = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeDelegationTokenResponse_2(buf, p):
-    o = new(DescribeDelegationTokenResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
+        o0 = new(DescribeDelegationTokenResponse)
+        o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -865,232 +703,232 @@ def _d_DescribeDelegationTokenResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null array in Tokens')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'array Tokens longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationToken_2(buf, p)
-                app(e)
-            o.tokens = lst
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
+                o1.token_requester_principal_type = ''
+                o1.token_requester_principal_name = ''
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
+                        o1.principal_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
+                        o1.principal_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, k = _S_5.unpack_from(buf, p)
+                p += 24
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
+                    o1.token_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in TokenId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
+                        o1.token_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null bytes in Hmac')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'Hmac runs past the frame')
+                    o1.hmac = bytes(buf[p:q])
+                    p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null array in Renewers')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'array Renewers longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
+                            o2.principal_type = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalType')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalType runs past the frame')
+                                o2.principal_type = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
+                            o2.principal_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null string in PrincipalName')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'PrincipalName runs past the frame')
+                                o2.principal_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.renewers = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.tokens = lst0
+        o0.throttle_time_ms, k = _S_6.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_3(buf, p):
-    o = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p):
-    o = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
-            o.principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
-            o.principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalType runs past the frame')
-            o.token_requester_principal_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalName runs past the frame')
-            o.token_requester_principal_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.issue_timestamp, o.expiry_timestamp, o.max_timestamp = _S_2.unpack_from(buf, p)
-        p += 24
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
-            o.token_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null bytes in Hmac')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null array in Renewers')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'array Renewers longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_3(buf, p)
-                app(e)
-            o.renewers = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeDelegationTokenResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeDelegationTokenResponse_3(buf, p):
-    o = new(DescribeDelegationTokenResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
+        o0 = new(DescribeDelegationTokenResponse)
+        o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1098,39 +936,265 @@ def _d_DescribeDelegationTokenResponse_3(buf, p):
         if n < 0:
             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null array in Tokens')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'array Tokens longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeDelegationTokenResponse_DescribedDelegationToken_3(buf, p)
-                app(e)
-            o.tokens = lst
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_DescribeDelegationTokenResponse_DescribedDelegationToken)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
+                    o1.principal_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
+                        o1.principal_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
+                    o1.principal_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
+                        o1.principal_name = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalType runs past the frame')
+                    o1.token_requester_principal_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalType runs past the frame')
+                        o1.token_requester_principal_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalName runs past the frame')
+                    o1.token_requester_principal_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenRequesterPrincipalName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenRequesterPrincipalName runs past the frame')
+                        o1.token_requester_principal_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, k = _S_5.unpack_from(buf, p)
+                p += 24
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
+                    o1.token_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in TokenId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
+                        o1.token_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null bytes in Hmac')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'Hmac runs past the frame')
+                    o1.hmac = bytes(buf[p:q])
+                    p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null array in Renewers')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'array Renewers longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
+                            o2.principal_type = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalType')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalType runs past the frame')
+                                o2.principal_type = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
+                            o2.principal_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null string in PrincipalName')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'PrincipalName runs past the frame')
+                                o2.principal_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.renewers = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.tokens = lst0
+        o0.throttle_time_ms, k = _S_6.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeDelegationTokenResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_0(o, b, h):
     s = o.principal_type
@@ -1151,7 +1215,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_0(o, b, h):
     s = s.encode()
     b += _S_1.pack(len(s))
     b += s
-    b += _S_2.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
+    b += _S_7.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     s = o.token_id
     s = s.encode()
     b += _S_1.pack(len(s))
@@ -1212,7 +1276,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
+    b += _S_7.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     s = o.token_id
     s = s.encode()
     n = len(s) + 1
@@ -1292,7 +1356,7 @@ def _e_DescribeDelegationTokenResponse_DescribedDelegationToken_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
+    b += _S_7.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
     s = o.token_id
     s = s.encode()
     n = len(s) + 1

@@ -12,12 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
 _S_2 = _Struct('>?')
+_S_3 = _Struct('>?B')
+_S_4 = _Struct('>hh')
+_S_5 = _Struct('>ii')
+_S_6 = _Struct('>iB')
+_S_7 = _Struct('>hB')
 
 
 class DescribeGroupsRequest(KafkaMessage):
@@ -37,18 +59,19 @@ class DescribeGroupsRequest(KafkaMessage):
 
 
 def _d_DescribeGroupsRequest_0(buf, p):
-    o = new(DescribeGroupsRequest)
-    o.include_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(DescribeGroupsRequest)
+        o0.include_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 0, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsRequest', 0, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -56,30 +79,31 @@ def _d_DescribeGroupsRequest_0(buf, p):
                     raise DecodeError('DescribeGroupsRequest', 0, p, 'null string in Groups')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DescribeGroupsRequest', 0, p, 'Groups runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                app0(e0)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsRequest_1(buf, p):
-    o = new(DescribeGroupsRequest)
-    o.include_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(DescribeGroupsRequest)
+        o0.include_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 1, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsRequest', 1, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -87,30 +111,31 @@ def _d_DescribeGroupsRequest_1(buf, p):
                     raise DecodeError('DescribeGroupsRequest', 1, p, 'null string in Groups')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DescribeGroupsRequest', 1, p, 'Groups runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                app0(e0)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsRequest_2(buf, p):
-    o = new(DescribeGroupsRequest)
-    o.include_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(DescribeGroupsRequest)
+        o0.include_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 2, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsRequest', 2, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -118,29 +143,30 @@ def _d_DescribeGroupsRequest_2(buf, p):
                     raise DecodeError('DescribeGroupsRequest', 2, p, 'null string in Groups')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DescribeGroupsRequest', 2, p, 'Groups runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                app0(e0)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsRequest_3(buf, p):
-    o = new(DescribeGroupsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeGroupsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 3, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsRequest', 3, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -148,31 +174,32 @@ def _d_DescribeGroupsRequest_3(buf, p):
                     raise DecodeError('DescribeGroupsRequest', 3, p, 'null string in Groups')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DescribeGroupsRequest', 3, p, 'Groups runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups = lst
-        o.include_authorized_operations, = _S_2.unpack_from(buf, p)
+                app0(e0)
+            o0.groups = lst0
+        o0.include_authorized_operations, = _S_2.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsRequest_4(buf, p):
-    o = new(DescribeGroupsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeGroupsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 4, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsRequest', 4, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_1.unpack_from(buf, p)
                 p += 2
@@ -180,22 +207,23 @@ def _d_DescribeGroupsRequest_4(buf, p):
                     raise DecodeError('DescribeGroupsRequest', 4, p, 'null string in Groups')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('DescribeGroupsRequest', 4, p, 'Groups runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups = lst
-        o.include_authorized_operations, = _S_2.unpack_from(buf, p)
+                app0(e0)
+            o0.groups = lst0
+        o0.include_authorized_operations, = _S_2.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsRequest_5(buf, p):
-    o = new(DescribeGroupsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeGroupsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -205,56 +233,65 @@ def _d_DescribeGroupsRequest_5(buf, p):
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 5, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsRequest', 5, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('DescribeGroupsRequest', 5, p, 'null string in Groups')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('DescribeGroupsRequest', 5, p, 'Groups runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups = lst
-        o.include_authorized_operations, = _S_2.unpack_from(buf, p)
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsRequest', 5, p, 'null string in Groups')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsRequest', 5, p, 'Groups runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.groups = lst0
+        o0.include_authorized_operations, k = _S_3.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeGroupsRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeGroupsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsRequest_6(buf, p):
-    o = new(DescribeGroupsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeGroupsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -264,52 +301,60 @@ def _d_DescribeGroupsRequest_6(buf, p):
         if n < 0:
             raise DecodeError('DescribeGroupsRequest', 6, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsRequest', 6, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('DescribeGroupsRequest', 6, p, 'null string in Groups')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('DescribeGroupsRequest', 6, p, 'Groups runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.groups = lst
-        o.include_authorized_operations, = _S_2.unpack_from(buf, p)
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsRequest', 6, p, 'null string in Groups')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsRequest', 6, p, 'Groups runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.groups = lst0
+        o0.include_authorized_operations, k = _S_3.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeGroupsRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeGroupsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeGroupsRequest_0(o, b, h):
     lst = o.groups
@@ -407,974 +452,676 @@ class DescribeGroupsResponse(KafkaMessage):
 DescribeGroupsResponse.DescribedGroupMember = _DescribeGroupsResponse_DescribedGroupMember
 DescribeGroupsResponse.DescribedGroup = _DescribeGroupsResponse_DescribedGroup
 
-def _d_DescribeGroupsResponse_DescribedGroupMember_0(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroupMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null bytes in MemberMetadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'MemberMetadata runs past the frame')
-            o.member_metadata = bytes(buf[p:q])
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null bytes in MemberAssignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'MemberAssignment runs past the frame')
-            o.member_assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroup_0(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroup)
-    o.error_message = None
-    o.authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in ProtocolData')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'ProtocolData runs past the frame')
-            o.protocol_data = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 0, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 0, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroupMember_0(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeGroupsResponse_0(buf, p):
-    o = new(DescribeGroupsResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(DescribeGroupsResponse)
+        o0.throttle_time_ms = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 0, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsResponse', 0, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroup_0(buf, p)
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeGroupsResponse_DescribedGroup)
+                o1.error_message = None
+                o1.authorized_operations = -2147483648
+                o1.error_code, n = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 0, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in GroupState')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 0, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in ProtocolType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 0, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in ProtocolData')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 0, p, 'ProtocolData runs past the frame')
+                    o1.protocol_data = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 0, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeGroupsResponse', 0, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeGroupsResponse_DescribedGroupMember)
+                        o2.group_instance_id = None
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in MemberId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 0, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in ClientId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 0, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 0, p, 'null string in ClientHost')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 0, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 0, p, 'null bytes in MemberMetadata')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 0, p, 'MemberMetadata runs past the frame')
+                            o2.member_metadata = bytes(buf[p:q])
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 0, p, 'null bytes in MemberAssignment')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 0, p, 'MemberAssignment runs past the frame')
+                            o2.member_assignment = bytes(buf[p:q])
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.members = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroupMember_1(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroupMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null bytes in MemberMetadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'MemberMetadata runs past the frame')
-            o.member_metadata = bytes(buf[p:q])
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null bytes in MemberAssignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'MemberAssignment runs past the frame')
-            o.member_assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroup_1(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroup)
-    o.error_message = None
-    o.authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in ProtocolData')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'ProtocolData runs past the frame')
-            o.protocol_data = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 1, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 1, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroupMember_1(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsResponse_1(buf, p):
-    o = new(DescribeGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeGroupsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 1, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsResponse', 1, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroup_1(buf, p)
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeGroupsResponse_DescribedGroup)
+                o1.error_message = None
+                o1.authorized_operations = -2147483648
+                o1.error_code, n = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 1, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in GroupState')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 1, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in ProtocolType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 1, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in ProtocolData')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 1, p, 'ProtocolData runs past the frame')
+                    o1.protocol_data = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 1, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeGroupsResponse', 1, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeGroupsResponse_DescribedGroupMember)
+                        o2.group_instance_id = None
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in MemberId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 1, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in ClientId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 1, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 1, p, 'null string in ClientHost')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 1, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 1, p, 'null bytes in MemberMetadata')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 1, p, 'MemberMetadata runs past the frame')
+                            o2.member_metadata = bytes(buf[p:q])
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 1, p, 'null bytes in MemberAssignment')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 1, p, 'MemberAssignment runs past the frame')
+                            o2.member_assignment = bytes(buf[p:q])
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.members = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroupMember_2(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroupMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null bytes in MemberMetadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'MemberMetadata runs past the frame')
-            o.member_metadata = bytes(buf[p:q])
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null bytes in MemberAssignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'MemberAssignment runs past the frame')
-            o.member_assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroup_2(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroup)
-    o.error_message = None
-    o.authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in ProtocolData')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'ProtocolData runs past the frame')
-            o.protocol_data = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 2, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 2, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroupMember_2(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsResponse_2(buf, p):
-    o = new(DescribeGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeGroupsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 2, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsResponse', 2, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroup_2(buf, p)
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeGroupsResponse_DescribedGroup)
+                o1.error_message = None
+                o1.authorized_operations = -2147483648
+                o1.error_code, n = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 2, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in GroupState')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 2, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in ProtocolType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 2, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in ProtocolData')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 2, p, 'ProtocolData runs past the frame')
+                    o1.protocol_data = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 2, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeGroupsResponse', 2, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeGroupsResponse_DescribedGroupMember)
+                        o2.group_instance_id = None
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in MemberId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 2, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in ClientId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 2, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 2, p, 'null string in ClientHost')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 2, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 2, p, 'null bytes in MemberMetadata')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 2, p, 'MemberMetadata runs past the frame')
+                            o2.member_metadata = bytes(buf[p:q])
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 2, p, 'null bytes in MemberAssignment')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 2, p, 'MemberAssignment runs past the frame')
+                            o2.member_assignment = bytes(buf[p:q])
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.members = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroupMember_3(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroupMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null bytes in MemberMetadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'MemberMetadata runs past the frame')
-            o.member_metadata = bytes(buf[p:q])
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null bytes in MemberAssignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'MemberAssignment runs past the frame')
-            o.member_assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroup_3(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroup)
-    o.error_message = None
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in ProtocolData')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'ProtocolData runs past the frame')
-            o.protocol_data = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 3, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 3, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroupMember_3(buf, p)
-                app(e)
-            o.members = lst
-        o.authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsResponse_3(buf, p):
-    o = new(DescribeGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeGroupsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 3, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsResponse', 3, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroup_3(buf, p)
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeGroupsResponse_DescribedGroup)
+                o1.error_message = None
+                o1.error_code, n = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 3, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in GroupState')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 3, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in ProtocolType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 3, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in ProtocolData')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 3, p, 'ProtocolData runs past the frame')
+                    o1.protocol_data = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 3, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeGroupsResponse', 3, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeGroupsResponse_DescribedGroupMember)
+                        o2.group_instance_id = None
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in MemberId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 3, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in ClientId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 3, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 3, p, 'null string in ClientHost')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 3, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 3, p, 'null bytes in MemberMetadata')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 3, p, 'MemberMetadata runs past the frame')
+                            o2.member_metadata = bytes(buf[p:q])
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 3, p, 'null bytes in MemberAssignment')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 3, p, 'MemberAssignment runs past the frame')
+                            o2.member_assignment = bytes(buf[p:q])
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.members = lst1
+                o1.authorized_operations, = _S_0.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroupMember_4(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroupMember)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null bytes in MemberMetadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'MemberMetadata runs past the frame')
-            o.member_metadata = bytes(buf[p:q])
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null bytes in MemberAssignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'MemberAssignment runs past the frame')
-            o.member_assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroup_4(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroup)
-    o.error_message = None
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in ProtocolData')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'ProtocolData runs past the frame')
-            o.protocol_data = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 4, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 4, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroupMember_4(buf, p)
-                app(e)
-            o.members = lst
-        o.authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsResponse_4(buf, p):
-    o = new(DescribeGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeGroupsResponse)
+        o0.throttle_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 4, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsResponse', 4, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroup_4(buf, p)
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeGroupsResponse_DescribedGroup)
+                o1.error_message = None
+                o1.error_code, n = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 4, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in GroupState')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 4, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in ProtocolType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 4, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in ProtocolData')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 4, p, 'ProtocolData runs past the frame')
+                    o1.protocol_data = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 4, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeGroupsResponse', 4, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeGroupsResponse_DescribedGroupMember)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in MemberId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 4, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.group_instance_id = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 4, p, 'GroupInstanceId runs past the frame')
+                            o2.group_instance_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in ClientId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 4, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 4, p, 'null string in ClientHost')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 4, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 4, p, 'null bytes in MemberMetadata')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 4, p, 'MemberMetadata runs past the frame')
+                            o2.member_metadata = bytes(buf[p:q])
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 4, p, 'null bytes in MemberAssignment')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 4, p, 'MemberAssignment runs past the frame')
+                            o2.member_assignment = bytes(buf[p:q])
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.members = lst1
+                o1.authorized_operations, = _S_0.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroupMember)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null bytes in MemberMetadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberMetadata runs past the frame')
-            o.member_metadata = bytes(buf[p:q])
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null bytes in MemberAssignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberAssignment runs past the frame')
-            o.member_assignment = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroup_5(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroup)
-    o.error_message = None
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ProtocolData')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'ProtocolData runs past the frame')
-            o.protocol_data = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 5, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 5, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroupMember_5(buf, p)
-                app(e)
-            o.members = lst
-        o.authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsResponse_5(buf, p):
-    o = new(DescribeGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeGroupsResponse)
+        o0.throttle_time_ms, k = _S_6.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1382,274 +1129,311 @@ def _d_DescribeGroupsResponse_5(buf, p):
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 5, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsResponse', 5, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroup_5(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_DescribeGroupsResponse_DescribedGroup)
+                o1.error_message = None
+                o1.error_code, k = _S_7.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in GroupState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupState runs past the frame')
+                        o1.group_state = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ProtocolType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 5, p, 'ProtocolType runs past the frame')
+                        o1.protocol_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'ProtocolData runs past the frame')
+                    o1.protocol_data = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ProtocolData')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 5, p, 'ProtocolData runs past the frame')
+                        o1.protocol_data = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 5, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeGroupsResponse', 5, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeGroupsResponse_DescribedGroupMember)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in MemberId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberId runs past the frame')
+                                o2.member_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupInstanceId runs past the frame')
+                            o2.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.group_instance_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeGroupsResponse', 5, p, 'GroupInstanceId runs past the frame')
+                                o2.group_instance_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ClientId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientId runs past the frame')
+                                o2.client_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'null string in ClientHost')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientHost runs past the frame')
+                                o2.client_host = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 5, p, 'null bytes in MemberMetadata')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberMetadata runs past the frame')
+                            o2.member_metadata = bytes(buf[p:q])
+                            p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 5, p, 'null bytes in MemberAssignment')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberAssignment runs past the frame')
+                            o2.member_assignment = bytes(buf[p:q])
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.members = lst1
+                o1.authorized_operations, k = _S_6.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeGroupsResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeGroupsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroupMember)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null bytes in MemberMetadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberMetadata runs past the frame')
-            o.member_metadata = bytes(buf[p:q])
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null bytes in MemberAssignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberAssignment runs past the frame')
-            o.member_assignment = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeGroupsResponse_DescribedGroup_6(buf, p):
-    o = new(_DescribeGroupsResponse_DescribedGroup)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ProtocolData')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'ProtocolData runs past the frame')
-            o.protocol_data = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeGroupsResponse', 6, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeGroupsResponse', 6, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroupMember_6(buf, p)
-                app(e)
-            o.members = lst
-        o.authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeGroupsResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeGroupsResponse_6(buf, p):
-    o = new(DescribeGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeGroupsResponse)
+        o0.throttle_time_ms, k = _S_6.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1657,37 +1441,323 @@ def _d_DescribeGroupsResponse_6(buf, p):
         if n < 0:
             raise DecodeError('DescribeGroupsResponse', 6, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeGroupsResponse', 6, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeGroupsResponse_DescribedGroup_6(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_DescribeGroupsResponse_DescribedGroup)
+                o1.error_code, k = _S_7.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 6, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in GroupState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupState runs past the frame')
+                        o1.group_state = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ProtocolType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 6, p, 'ProtocolType runs past the frame')
+                        o1.protocol_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'ProtocolData runs past the frame')
+                    o1.protocol_data = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ProtocolData')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeGroupsResponse', 6, p, 'ProtocolData runs past the frame')
+                        o1.protocol_data = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeGroupsResponse', 6, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeGroupsResponse', 6, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeGroupsResponse_DescribedGroupMember)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in MemberId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberId runs past the frame')
+                                o2.member_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupInstanceId runs past the frame')
+                            o2.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.group_instance_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeGroupsResponse', 6, p, 'GroupInstanceId runs past the frame')
+                                o2.group_instance_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ClientId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientId runs past the frame')
+                                o2.client_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'null string in ClientHost')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientHost runs past the frame')
+                                o2.client_host = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 6, p, 'null bytes in MemberMetadata')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberMetadata runs past the frame')
+                            o2.member_metadata = bytes(buf[p:q])
+                            p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeGroupsResponse', 6, p, 'null bytes in MemberAssignment')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberAssignment runs past the frame')
+                            o2.member_assignment = bytes(buf[p:q])
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.members = lst1
+                o1.authorized_operations, k = _S_6.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeGroupsResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeGroupsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeGroupsResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeGroupsResponse_DescribedGroupMember_0(o, b, h):
     s = o.member_id

@@ -12,15 +12,40 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>iqq?')
-_S_3 = _Struct('>ih')
-_S_4 = _Struct('>qq')
-_S_5 = _Struct('>qq?')
+_S_2 = _Struct('>ii')
+_S_3 = _Struct('>hh')
+_S_4 = _Struct('>iqq?')
+_S_5 = _Struct('>iB')
+_S_6 = _Struct('>hB')
+_S_7 = _Struct('>iqq?B')
+_S_8 = _Struct('>ihB')
+_S_9 = _Struct('>qqB')
+_S_10 = _Struct('>qq?B')
+_S_11 = _Struct('>ih')
+_S_12 = _Struct('>qq')
+_S_13 = _Struct('>qq?')
 
 
 class _DescribeLogDirsRequest_DescribableLogDirTopic(KafkaStruct):
@@ -50,159 +75,100 @@ class DescribeLogDirsRequest(KafkaMessage):
 
 DescribeLogDirsRequest.DescribableLogDirTopic = _DescribeLogDirsRequest_DescribableLogDirTopic
 
-def _d_DescribeLogDirsRequest_DescribableLogDirTopic_0(buf, p):
-    o = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsRequest', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeLogDirsRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeLogDirsRequest_0(buf, p):
-    o = new(DescribeLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeLogDirsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsRequest_DescribableLogDirTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsRequest', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsRequest', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('DescribeLogDirsRequest', 0, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(buf, p):
-    o = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsRequest', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeLogDirsRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsRequest_1(buf, p):
-    o = new(DescribeLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeLogDirsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsRequest_DescribableLogDirTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsRequest', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsRequest', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('DescribeLogDirsRequest', 1, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsRequest_DescribableLogDirTopic_2(buf, p):
-    o = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsRequest', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 2, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeLogDirsRequest', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsRequest_2(buf, p):
-    o = new(DescribeLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeLogDirsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -210,97 +176,107 @@ def _d_DescribeLogDirsRequest_2(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsRequest_DescribableLogDirTopic_2(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsRequest', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsRequest', 2, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeLogDirsRequest', 2, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsRequest', 2, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('DescribeLogDirsRequest', 2, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeLogDirsRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeLogDirsRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeLogDirsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeLogDirsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsRequest_DescribableLogDirTopic_3(buf, p):
-    o = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 3, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsRequest', 3, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 3, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeLogDirsRequest', 3, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsRequest_3(buf, p):
-    o = new(DescribeLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeLogDirsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -308,97 +284,107 @@ def _d_DescribeLogDirsRequest_3(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsRequest_DescribableLogDirTopic_3(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsRequest', 3, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsRequest', 3, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeLogDirsRequest', 3, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsRequest', 3, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('DescribeLogDirsRequest', 3, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeLogDirsRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeLogDirsRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeLogDirsRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeLogDirsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsRequest_DescribableLogDirTopic_4(buf, p):
-    o = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 4, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsRequest', 4, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 4, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeLogDirsRequest', 4, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsRequest_4(buf, p):
-    o = new(DescribeLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeLogDirsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -406,97 +392,107 @@ def _d_DescribeLogDirsRequest_4(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsRequest_DescribableLogDirTopic_4(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsRequest', 4, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsRequest', 4, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeLogDirsRequest', 4, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsRequest', 4, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('DescribeLogDirsRequest', 4, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeLogDirsRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeLogDirsRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeLogDirsRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeLogDirsRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsRequest_DescribableLogDirTopic_5(buf, p):
-    o = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 5, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsRequest', 5, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsRequest', 5, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeLogDirsRequest', 5, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsRequest_5(buf, p):
-    o = new(DescribeLogDirsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeLogDirsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -504,39 +500,102 @@ def _d_DescribeLogDirsRequest_5(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsRequest_DescribableLogDirTopic_5(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsRequest', 5, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsRequest', 5, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeLogDirsRequest', 5, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsRequest', 5, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('DescribeLogDirsRequest', 5, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeLogDirsRequest', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeLogDirsRequest', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeLogDirsRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeLogDirsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeLogDirsRequest_DescribableLogDirTopic_0(o, b, h):
     s = o.topic
@@ -659,366 +718,169 @@ DescribeLogDirsResponse.DescribeLogDirsPartition = _DescribeLogDirsResponse_Desc
 DescribeLogDirsResponse.DescribeLogDirsTopic = _DescribeLogDirsResponse_DescribeLogDirsTopic
 DescribeLogDirsResponse.DescribeLogDirsResult = _DescribeLogDirsResponse_DescribeLogDirsResult
 
-def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_0(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-    try:
-        o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_2.unpack_from(buf, p)
-        p += 21
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_0(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsResult_0(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
-    o.total_bytes = -1
-    o.usable_bytes = -1
-    o.is_cordoned = False
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 0, p, 'null string in LogDir')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 0, p, 'LogDir runs past the frame')
-            o.log_dir = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 0, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeLogDirsResponse_0(buf, p):
-    o = new(DescribeLogDirsResponse)
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeLogDirsResponse)
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeLogDirsResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsResult_0(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+                o1.total_bytes = -1
+                o1.usable_bytes = -1
+                o1.is_cordoned = False
+                o1.error_code, n = _S_3.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsResponse', 0, p, 'null string in LogDir')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsResponse', 0, p, 'LogDir runs past the frame')
+                    o1.log_dir = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsResponse', 0, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeLogDirsResponse', 0, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeLogDirsResponse', 0, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeLogDirsResponse', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeLogDirsResponse', 0, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeLogDirsResponse', 0, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S_4.unpack_from(buf, p)
+                                p += 21
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.partitions = lst2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.topics = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_1(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-    try:
-        o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_2.unpack_from(buf, p)
-        p += 21
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
-    o.total_bytes = -1
-    o.usable_bytes = -1
-    o.is_cordoned = False
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 1, p, 'null string in LogDir')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 1, p, 'LogDir runs past the frame')
-            o.log_dir = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 1, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsResponse_1(buf, p):
-    o = new(DescribeLogDirsResponse)
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(DescribeLogDirsResponse)
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('DescribeLogDirsResponse', 1, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsResponse', 1, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsResult_1(buf, p)
-                app(e)
-            o.results = lst
-        o.unknown_tags = None
+                o1 = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+                o1.total_bytes = -1
+                o1.usable_bytes = -1
+                o1.is_cordoned = False
+                o1.error_code, n = _S_3.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsResponse', 1, p, 'null string in LogDir')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsResponse', 1, p, 'LogDir runs past the frame')
+                    o1.log_dir = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsResponse', 1, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeLogDirsResponse', 1, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('DescribeLogDirsResponse', 1, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('DescribeLogDirsResponse', 1, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('DescribeLogDirsResponse', 1, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeLogDirsResponse', 1, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S_4.unpack_from(buf, p)
+                                p += 21
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.partitions = lst2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.topics = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_2(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-    try:
-        o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_2.unpack_from(buf, p)
-        p += 21
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_2(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsResult_2(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
-    o.total_bytes = -1
-    o.usable_bytes = -1
-    o.is_cordoned = False
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 2, p, 'null string in LogDir')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 2, p, 'LogDir runs past the frame')
-            o.log_dir = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 2, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsResponse_2(buf, p):
-    o = new(DescribeLogDirsResponse)
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeLogDirsResponse)
+        o0.error_code = 0
+        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1026,195 +888,190 @@ def _d_DescribeLogDirsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DescribeLogDirsResponse', 2, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsResponse', 2, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsResult_2(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+                o1.total_bytes = -1
+                o1.usable_bytes = -1
+                o1.is_cordoned = False
+                o1.error_code, k = _S_6.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsResponse', 2, p, 'LogDir runs past the frame')
+                    o1.log_dir = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsResponse', 2, p, 'null string in LogDir')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeLogDirsResponse', 2, p, 'LogDir runs past the frame')
+                        o1.log_dir = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsResponse', 2, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeLogDirsResponse', 2, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeLogDirsResponse', 2, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeLogDirsResponse', 2, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeLogDirsResponse', 2, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeLogDirsResponse', 2, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeLogDirsResponse', 2, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, k = _S_7.unpack_from(buf, p)
+                                p += 21
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeLogDirsResponse', 2, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeLogDirsResponse', 2, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeLogDirsResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeLogDirsResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeLogDirsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeLogDirsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeLogDirsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeLogDirsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_3(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-    try:
-        o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_2.unpack_from(buf, p)
-        p += 21
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_3(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsResult_3(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
-    o.total_bytes = -1
-    o.usable_bytes = -1
-    o.is_cordoned = False
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 3, p, 'null string in LogDir')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 3, p, 'LogDir runs past the frame')
-            o.log_dir = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 3, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsResponse_3(buf, p):
-    o = new(DescribeLogDirsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(DescribeLogDirsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1222,195 +1079,190 @@ def _d_DescribeLogDirsResponse_3(buf, p):
         if n < 0:
             raise DecodeError('DescribeLogDirsResponse', 3, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsResponse', 3, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsResult_3(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+                o1.total_bytes = -1
+                o1.usable_bytes = -1
+                o1.is_cordoned = False
+                o1.error_code, k = _S_6.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsResponse', 3, p, 'LogDir runs past the frame')
+                    o1.log_dir = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsResponse', 3, p, 'null string in LogDir')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeLogDirsResponse', 3, p, 'LogDir runs past the frame')
+                        o1.log_dir = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsResponse', 3, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeLogDirsResponse', 3, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeLogDirsResponse', 3, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeLogDirsResponse', 3, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeLogDirsResponse', 3, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeLogDirsResponse', 3, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeLogDirsResponse', 3, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, k = _S_7.unpack_from(buf, p)
+                                p += 21
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeLogDirsResponse', 3, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeLogDirsResponse', 3, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeLogDirsResponse', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeLogDirsResponse', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeLogDirsResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeLogDirsResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeLogDirsResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeLogDirsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_4(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-    try:
-        o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_2.unpack_from(buf, p)
-        p += 21
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_4(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsResult_4(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
-    o.is_cordoned = False
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 4, p, 'null string in LogDir')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 4, p, 'LogDir runs past the frame')
-            o.log_dir = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 4, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.total_bytes, o.usable_bytes = _S_4.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsResponse_4(buf, p):
-    o = new(DescribeLogDirsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(DescribeLogDirsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1418,194 +1270,190 @@ def _d_DescribeLogDirsResponse_4(buf, p):
         if n < 0:
             raise DecodeError('DescribeLogDirsResponse', 4, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsResponse', 4, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsResult_4(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+                o1.is_cordoned = False
+                o1.error_code, k = _S_6.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsResponse', 4, p, 'LogDir runs past the frame')
+                    o1.log_dir = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsResponse', 4, p, 'null string in LogDir')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeLogDirsResponse', 4, p, 'LogDir runs past the frame')
+                        o1.log_dir = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsResponse', 4, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeLogDirsResponse', 4, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeLogDirsResponse', 4, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeLogDirsResponse', 4, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeLogDirsResponse', 4, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeLogDirsResponse', 4, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeLogDirsResponse', 4, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, k = _S_7.unpack_from(buf, p)
+                                p += 21
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeLogDirsResponse', 4, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeLogDirsResponse', 4, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeLogDirsResponse', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeLogDirsResponse', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.total_bytes, o1.usable_bytes, k = _S_9.unpack_from(buf, p)
+                p += 16
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeLogDirsResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeLogDirsResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeLogDirsResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeLogDirsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsPartition_5(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-    try:
-        o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_2.unpack_from(buf, p)
-        p += 21
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsTopic_5(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsPartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeLogDirsResponse_DescribeLogDirsResult_5(buf, p):
-    o = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 5, p, 'null string in LogDir')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeLogDirsResponse', 5, p, 'LogDir runs past the frame')
-            o.log_dir = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeLogDirsResponse', 5, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeLogDirsResponse', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.total_bytes, o.usable_bytes, o.is_cordoned = _S_5.unpack_from(buf, p)
-        p += 17
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeLogDirsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeLogDirsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeLogDirsResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeLogDirsResponse_5(buf, p):
-    o = new(DescribeLogDirsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(DescribeLogDirsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1613,40 +1461,183 @@ def _d_DescribeLogDirsResponse_5(buf, p):
         if n < 0:
             raise DecodeError('DescribeLogDirsResponse', 5, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeLogDirsResponse', 5, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeLogDirsResponse_DescribeLogDirsResult_5(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+                o1.error_code, k = _S_6.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeLogDirsResponse', 5, p, 'LogDir runs past the frame')
+                    o1.log_dir = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeLogDirsResponse', 5, p, 'null string in LogDir')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeLogDirsResponse', 5, p, 'LogDir runs past the frame')
+                        o1.log_dir = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeLogDirsResponse', 5, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeLogDirsResponse', 5, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeLogDirsResponse', 5, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeLogDirsResponse', 5, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeLogDirsResponse', 5, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeLogDirsResponse', 5, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeLogDirsResponse', 5, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, k = _S_7.unpack_from(buf, p)
+                                p += 21
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeLogDirsResponse', 5, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeLogDirsResponse', 5, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeLogDirsResponse', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeLogDirsResponse', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.total_bytes, o1.usable_bytes, o1.is_cordoned, k = _S_10.unpack_from(buf, p)
+                p += 17
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeLogDirsResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeLogDirsResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeLogDirsResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeLogDirsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeLogDirsResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_0(o, b, h):
-    b += _S_2.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
+    b += _S_4.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsTopic_0(o, b, h):
     s = o.name
@@ -1677,7 +1668,7 @@ def _e_DescribeLogDirsResponse_0(o, b, h):
         _e_DescribeLogDirsResponse_DescribeLogDirsResult_0(e, b, h)
 
 def _e_DescribeLogDirsResponse_DescribeLogDirsPartition_2(o, b, h):
-    b += _S_2.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
+    b += _S_4.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1748,7 +1739,7 @@ def _e_DescribeLogDirsResponse_2(o, b, h):
         b.append(0)
 
 def _e_DescribeLogDirsResponse_3(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code)
     lst = o.results
     n = len(lst) + 1
     if n < 128:
@@ -1781,7 +1772,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_4(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_DescribeLogDirsResponse_DescribeLogDirsTopic_2(e, b, h)
-    b += _S_4.pack(o.total_bytes, o.usable_bytes)
+    b += _S_12.pack(o.total_bytes, o.usable_bytes)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1789,7 +1780,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_4(o, b, h):
         b.append(0)
 
 def _e_DescribeLogDirsResponse_4(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code)
     lst = o.results
     n = len(lst) + 1
     if n < 128:
@@ -1822,7 +1813,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_5(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_DescribeLogDirsResponse_DescribeLogDirsTopic_2(e, b, h)
-    b += _S_5.pack(o.total_bytes, o.usable_bytes, o.is_cordoned)
+    b += _S_13.pack(o.total_bytes, o.usable_bytes, o.is_cordoned)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1830,7 +1821,7 @@ def _e_DescribeLogDirsResponse_DescribeLogDirsResult_5(o, b, h):
         b.append(0)
 
 def _e_DescribeLogDirsResponse_5(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code)
     lst = o.results
     n = len(lst) + 1
     if n < 128:

@@ -12,18 +12,44 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
-_S_1 = _Struct('>h')
-_S_2 = _Struct('>ihiiq')
-_S_3 = _Struct('>iq')
-_S_4 = _Struct('>iqqq')
-_S_5 = _Struct('>ih')
-_S_6 = _Struct('>iiq')
-_S_7 = _Struct('>i16sqqq')
-_S_8 = _Struct('>H')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>i')
+_S_2 = _Struct('>hB')
+_S_3 = _Struct('>ihiiqB')
+_S_4 = _Struct('>iqB')
+_S_5 = _Struct('>iqqqB')
+_S_6 = _Struct('>ihB')
+_S_7 = _Struct('>iiqB')
+_S_8 = _Struct('>i16sqqqB')
+_S_9 = _Struct('>HB')
+_S_10 = _Struct('>h')
+_S_11 = _Struct('>ihiiq')
+_S_12 = _Struct('>iq')
+_S_13 = _Struct('>iqqq')
+_S_14 = _Struct('>ih')
+_S_15 = _Struct('>iiq')
+_S_16 = _Struct('>i16sqqq')
+_S_17 = _Struct('>H')
 
 
 class _DescribeQuorumRequest_PartitionData(KafkaStruct):
@@ -64,96 +90,10 @@ class DescribeQuorumRequest(KafkaMessage):
 DescribeQuorumRequest.PartitionData = _DescribeQuorumRequest_PartitionData
 DescribeQuorumRequest.TopicData = _DescribeQuorumRequest_TopicData
 
-def _d_DescribeQuorumRequest_PartitionData_0(buf, p):
-    o = new(_DescribeQuorumRequest_PartitionData)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumRequest_TopicData_0(buf, p):
-    o = new(_DescribeQuorumRequest_TopicData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumRequest', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumRequest', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumRequest_PartitionData_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeQuorumRequest_0(buf, p):
-    o = new(DescribeQuorumRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeQuorumRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -163,128 +103,123 @@ def _d_DescribeQuorumRequest_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeQuorumRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeQuorumRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeQuorumRequest_TopicData_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeQuorumRequest_TopicData)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeQuorumRequest', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeQuorumRequest', 0, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeQuorumRequest', 0, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeQuorumRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeQuorumRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeQuorumRequest_PartitionData)
+                        o2.partition_index, k = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeQuorumRequest', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeQuorumRequest', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeQuorumRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeQuorumRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeQuorumRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeQuorumRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeQuorumRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumRequest_PartitionData_1(buf, p):
-    o = new(_DescribeQuorumRequest_PartitionData)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumRequest_TopicData_1(buf, p):
-    o = new(_DescribeQuorumRequest_TopicData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumRequest', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumRequest', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumRequest_PartitionData_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeQuorumRequest_1(buf, p):
-    o = new(DescribeQuorumRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeQuorumRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -294,128 +229,123 @@ def _d_DescribeQuorumRequest_1(buf, p):
         if n < 0:
             raise DecodeError('DescribeQuorumRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeQuorumRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeQuorumRequest_TopicData_1(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeQuorumRequest_TopicData)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeQuorumRequest', 1, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeQuorumRequest', 1, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeQuorumRequest', 1, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeQuorumRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeQuorumRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeQuorumRequest_PartitionData)
+                        o2.partition_index, k = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeQuorumRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeQuorumRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeQuorumRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeQuorumRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeQuorumRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeQuorumRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeQuorumRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumRequest_PartitionData_2(buf, p):
-    o = new(_DescribeQuorumRequest_PartitionData)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumRequest_TopicData_2(buf, p):
-    o = new(_DescribeQuorumRequest_TopicData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumRequest', 2, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumRequest', 2, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumRequest_PartitionData_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeQuorumRequest_2(buf, p):
-    o = new(DescribeQuorumRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeQuorumRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -425,40 +355,121 @@ def _d_DescribeQuorumRequest_2(buf, p):
         if n < 0:
             raise DecodeError('DescribeQuorumRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeQuorumRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeQuorumRequest_TopicData_2(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeQuorumRequest_TopicData)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeQuorumRequest', 2, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeQuorumRequest', 2, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeQuorumRequest', 2, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeQuorumRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeQuorumRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeQuorumRequest_PartitionData)
+                        o2.partition_index, k = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeQuorumRequest', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeQuorumRequest', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeQuorumRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeQuorumRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeQuorumRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeQuorumRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeQuorumRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeQuorumRequest_PartitionData_0(o, b, h):
-    b += _S_0.pack(o.partition_index)
+    b += _S_1.pack(o.partition_index)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -595,169 +606,16 @@ DescribeQuorumResponse.Listener = _DescribeQuorumResponse_Listener
 DescribeQuorumResponse.Node = _DescribeQuorumResponse_Node
 DescribeQuorumResponse.ReplicaState = _DescribeQuorumResponse_ReplicaState
 
-def _d_DescribeQuorumResponse_ReplicaState_0(buf, p):
-    o = new(_DescribeQuorumResponse_ReplicaState)
-    o.replica_directory_id = ZERO_UUID
-    o.last_fetch_timestamp = -1
-    o.last_caught_up_timestamp = -1
-    try:
-        o.replica_id, o.log_end_offset = _S_3.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_PartitionData_0(buf, p):
-    o = new(_DescribeQuorumResponse_PartitionData)
-    o.error_message = ''
-    try:
-        o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S_2.unpack_from(buf, p)
-        p += 22
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 0, p, 'null array in CurrentVoters')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 0, p, 'array CurrentVoters longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_ReplicaState_0(buf, p)
-                app(e)
-            o.current_voters = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 0, p, 'null array in Observers')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 0, p, 'array Observers longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_ReplicaState_0(buf, p)
-                app(e)
-            o.observers = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_TopicData_0(buf, p):
-    o = new(_DescribeQuorumResponse_TopicData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_PartitionData_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeQuorumResponse_0(buf, p):
-    o = new(DescribeQuorumResponse)
-    o.error_message = ''
-    o.nodes = []
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
+        o0 = new(DescribeQuorumResponse)
+        o0.error_message = ''
+        o0.nodes = []
+        o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -765,199 +623,214 @@ def _d_DescribeQuorumResponse_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeQuorumResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeQuorumResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_TopicData_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeQuorumResponse_TopicData)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeQuorumResponse', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeQuorumResponse', 0, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeQuorumResponse', 0, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeQuorumResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeQuorumResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeQuorumResponse_PartitionData)
+                        o2.error_message = ''
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, k = _S_3.unpack_from(buf, p)
+                        p += 22
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeQuorumResponse', 0, p, 'null array in CurrentVoters')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeQuorumResponse', 0, p, 'array CurrentVoters longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeQuorumResponse_ReplicaState)
+                                o3.replica_directory_id = ZERO_UUID
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.replica_id, o3.log_end_offset, k = _S_4.unpack_from(buf, p)
+                                p += 12
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeQuorumResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeQuorumResponse', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.current_voters = lst2
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeQuorumResponse', 0, p, 'null array in Observers')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeQuorumResponse', 0, p, 'array Observers longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeQuorumResponse_ReplicaState)
+                                o3.replica_directory_id = ZERO_UUID
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.replica_id, o3.log_end_offset, k = _S_4.unpack_from(buf, p)
+                                p += 12
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeQuorumResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeQuorumResponse', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.observers = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeQuorumResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeQuorumResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeQuorumResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeQuorumResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeQuorumResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeQuorumResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeQuorumResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_ReplicaState_1(buf, p):
-    o = new(_DescribeQuorumResponse_ReplicaState)
-    o.replica_directory_id = ZERO_UUID
-    try:
-        o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = _S_4.unpack_from(buf, p)
-        p += 28
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_PartitionData_1(buf, p):
-    o = new(_DescribeQuorumResponse_PartitionData)
-    o.error_message = ''
-    try:
-        o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S_2.unpack_from(buf, p)
-        p += 22
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 1, p, 'null array in CurrentVoters')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 1, p, 'array CurrentVoters longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_ReplicaState_1(buf, p)
-                app(e)
-            o.current_voters = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 1, p, 'null array in Observers')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 1, p, 'array Observers longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_ReplicaState_1(buf, p)
-                app(e)
-            o.observers = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_TopicData_1(buf, p):
-    o = new(_DescribeQuorumResponse_TopicData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumResponse', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_PartitionData_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeQuorumResponse_1(buf, p):
-    o = new(DescribeQuorumResponse)
-    o.error_message = ''
-    o.nodes = []
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
+        o0 = new(DescribeQuorumResponse)
+        o0.error_message = ''
+        o0.nodes = []
+        o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -965,326 +838,227 @@ def _d_DescribeQuorumResponse_1(buf, p):
         if n < 0:
             raise DecodeError('DescribeQuorumResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeQuorumResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_TopicData_1(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeQuorumResponse_TopicData)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeQuorumResponse', 1, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeQuorumResponse', 1, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeQuorumResponse', 1, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeQuorumResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeQuorumResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeQuorumResponse_PartitionData)
+                        o2.error_message = ''
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, k = _S_3.unpack_from(buf, p)
+                        p += 22
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeQuorumResponse', 1, p, 'null array in CurrentVoters')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeQuorumResponse', 1, p, 'array CurrentVoters longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeQuorumResponse_ReplicaState)
+                                o3.replica_directory_id = ZERO_UUID
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, k = _S_5.unpack_from(buf, p)
+                                p += 28
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeQuorumResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeQuorumResponse', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.current_voters = lst2
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeQuorumResponse', 1, p, 'null array in Observers')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeQuorumResponse', 1, p, 'array Observers longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeQuorumResponse_ReplicaState)
+                                o3.replica_directory_id = ZERO_UUID
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, k = _S_5.unpack_from(buf, p)
+                                p += 28
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeQuorumResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeQuorumResponse', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.observers = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeQuorumResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeQuorumResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeQuorumResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeQuorumResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeQuorumResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeQuorumResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeQuorumResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_ReplicaState_2(buf, p):
-    o = new(_DescribeQuorumResponse_ReplicaState)
-    try:
-        o.replica_id, o.replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = _S_7.unpack_from(buf, p)
-        p += 44
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_PartitionData_2(buf, p):
-    o = new(_DescribeQuorumResponse_PartitionData)
-    try:
-        o.partition_index, o.error_code = _S_5.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.leader_id, o.leader_epoch, o.high_watermark = _S_6.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in CurrentVoters')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 2, p, 'array CurrentVoters longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_ReplicaState_2(buf, p)
-                app(e)
-            o.current_voters = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in Observers')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 2, p, 'array Observers longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_ReplicaState_2(buf, p)
-                app(e)
-            o.observers = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_TopicData_2(buf, p):
-    o = new(_DescribeQuorumResponse_TopicData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 2, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumResponse', 2, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_PartitionData_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_Listener_2(buf, p):
-    o = new(_DescribeQuorumResponse_Listener)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeQuorumResponse', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_8.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeQuorumResponse_Node_2(buf, p):
-    o = new(_DescribeQuorumResponse_Node)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in Listeners')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeQuorumResponse', 2, p, 'array Listeners longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_Listener_2(buf, p)
-                app(e)
-            o.listeners = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeQuorumResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeQuorumResponse_2(buf, p):
-    o = new(DescribeQuorumResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
+        o0 = new(DescribeQuorumResponse)
+        o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeQuorumResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeQuorumResponse', 2, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1294,14 +1068,196 @@ def _d_DescribeQuorumResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeQuorumResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_TopicData_2(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeQuorumResponse_TopicData)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeQuorumResponse', 2, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeQuorumResponse', 2, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeQuorumResponse', 2, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeQuorumResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeQuorumResponse_PartitionData)
+                        o2.partition_index, o2.error_code, k = _S_6.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeQuorumResponse', 2, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.leader_id, o2.leader_epoch, o2.high_watermark, k = _S_7.unpack_from(buf, p)
+                        p += 16
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in CurrentVoters')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'array CurrentVoters longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeQuorumResponse_ReplicaState)
+                                o3.replica_id, o3.replica_directory_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, k = _S_8.unpack_from(buf, p)
+                                p += 44
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.current_voters = lst2
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in Observers')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'array Observers longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeQuorumResponse_ReplicaState)
+                                o3.replica_id, o3.replica_directory_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, k = _S_8.unpack_from(buf, p)
+                                p += 44
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.observers = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1311,40 +1267,145 @@ def _d_DescribeQuorumResponse_2(buf, p):
         if n < 0:
             raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in Nodes')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeQuorumResponse', 2, p, 'array Nodes longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeQuorumResponse_Node_2(buf, p)
-                app(e)
-            o.nodes = lst
+                o1 = new(_DescribeQuorumResponse_Node)
+                o1.node_id, k = _S_0.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeQuorumResponse', 2, p, 'null array in Listeners')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeQuorumResponse', 2, p, 'array Listeners longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeQuorumResponse_Listener)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeQuorumResponse', 2, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'Host runs past the frame')
+                            o2.host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'null string in Host')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeQuorumResponse', 2, p, 'Host runs past the frame')
+                                o2.host = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.port, k = _S_9.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.listeners = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.nodes = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeQuorumResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeQuorumResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeQuorumResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeQuorumResponse_ReplicaState_0(o, b, h):
-    b += _S_3.pack(o.replica_id, o.log_end_offset)
+    b += _S_12.pack(o.replica_id, o.log_end_offset)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1352,7 +1413,7 @@ def _e_DescribeQuorumResponse_ReplicaState_0(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_PartitionData_0(o, b, h):
-    b += _S_2.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
+    b += _S_11.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
     lst = o.current_voters
     n = len(lst) + 1
     if n < 128:
@@ -1399,7 +1460,7 @@ def _e_DescribeQuorumResponse_TopicData_0(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_0(o, b, h):
-    b += _S_1.pack(o.error_code)
+    b += _S_10.pack(o.error_code)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -1415,7 +1476,7 @@ def _e_DescribeQuorumResponse_0(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_ReplicaState_1(o, b, h):
-    b += _S_4.pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
+    b += _S_13.pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1423,7 +1484,7 @@ def _e_DescribeQuorumResponse_ReplicaState_1(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_PartitionData_1(o, b, h):
-    b += _S_2.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
+    b += _S_11.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
     lst = o.current_voters
     n = len(lst) + 1
     if n < 128:
@@ -1470,7 +1531,7 @@ def _e_DescribeQuorumResponse_TopicData_1(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_1(o, b, h):
-    b += _S_1.pack(o.error_code)
+    b += _S_10.pack(o.error_code)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -1486,7 +1547,7 @@ def _e_DescribeQuorumResponse_1(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_ReplicaState_2(o, b, h):
-    b += _S_7.pack(o.replica_id, o.replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
+    b += _S_16.pack(o.replica_id, o.replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1494,7 +1555,7 @@ def _e_DescribeQuorumResponse_ReplicaState_2(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_PartitionData_2(o, b, h):
-    b += _S_5.pack(o.partition_index, o.error_code)
+    b += _S_14.pack(o.partition_index, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1506,7 +1567,7 @@ def _e_DescribeQuorumResponse_PartitionData_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_6.pack(o.leader_id, o.leader_epoch, o.high_watermark)
+    b += _S_15.pack(o.leader_id, o.leader_epoch, o.high_watermark)
     lst = o.current_voters
     n = len(lst) + 1
     if n < 128:
@@ -1569,7 +1630,7 @@ def _e_DescribeQuorumResponse_Listener_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_8.pack(o.port)
+    b += _S_17.pack(o.port)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1577,7 +1638,7 @@ def _e_DescribeQuorumResponse_Listener_2(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_Node_2(o, b, h):
-    b += _S_0.pack(o.node_id)
+    b += _S_1.pack(o.node_id)
     lst = o.listeners
     n = len(lst) + 1
     if n < 128:
@@ -1593,7 +1654,7 @@ def _e_DescribeQuorumResponse_Node_2(o, b, h):
         b.append(0)
 
 def _e_DescribeQuorumResponse_2(o, b, h):
-    b += _S_1.pack(o.error_code)
+    b += _S_10.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

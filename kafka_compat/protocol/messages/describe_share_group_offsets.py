@@ -12,14 +12,36 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
-_S_1 = _Struct('>16s')
-_S_2 = _Struct('>iqih')
-_S_3 = _Struct('>h')
-_S_4 = _Struct('>iqiqh')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>16sB')
+_S_2 = _Struct('>iqihB')
+_S_3 = _Struct('>hB')
+_S_4 = _Struct('>iqiqhB')
+_S_5 = _Struct('>i')
+_S_6 = _Struct('>16s')
+_S_7 = _Struct('>iqih')
+_S_8 = _Struct('>h')
+_S_9 = _Struct('>iqiqh')
 
 
 class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(KafkaStruct):
@@ -61,121 +83,10 @@ class DescribeShareGroupOffsetsRequest(KafkaMessage):
 DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic
 DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup
 
-def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_0(buf, p):
-    o = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_0(buf, p):
-    o = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.topics = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeShareGroupOffsetsRequest_0(buf, p):
-    o = new(DescribeShareGroupOffsetsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeShareGroupOffsetsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -185,153 +96,164 @@ def _d_DescribeShareGroupOffsetsRequest_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_0(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.topics = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
+                            o2.topic_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null string in TopicName')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'TopicName runs past the frame')
+                                o2.topic_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_1(buf, p):
-    o = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_1(buf, p):
-    o = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.topics = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeShareGroupOffsetsRequest_1(buf, p):
-    o = new(DescribeShareGroupOffsetsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeShareGroupOffsetsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -341,37 +263,159 @@ def _d_DescribeShareGroupOffsetsRequest_1(buf, p):
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_1(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.topics = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'TopicName runs past the frame')
+                            o2.topic_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null string in TopicName')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'TopicName runs past the frame')
+                                o2.topic_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_0(o, b, h):
     s = o.topic_name
@@ -499,191 +543,14 @@ DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition = _
 DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic
 DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup
 
-def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_0(buf, p):
-    o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
-    o.lag = -1
-    try:
-        o.partition_index, o.start_offset, o.leader_epoch, o.error_code = _S_2.unpack_from(buf, p)
-        p += 18
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_0(buf, p):
-    o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_0(buf, p):
-    o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_3.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeShareGroupOffsetsResponse_0(buf, p):
-    o = new(DescribeShareGroupOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeShareGroupOffsetsResponse)
+        o0.throttle_time_ms, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -691,222 +558,233 @@ def _d_DescribeShareGroupOffsetsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_0(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'TopicName runs past the frame')
+                            o2.topic_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null string in TopicName')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'TopicName runs past the frame')
+                                o2.topic_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.topic_id, k = _S_1.unpack_from(buf, p)
+                        p += 16
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
+                                o3.lag = -1
+                                o3.partition_index, o3.start_offset, o3.leader_epoch, o3.error_code, k = _S_2.unpack_from(buf, p)
+                                p += 18
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
+                                    o3.error_message = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.error_message = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
+                                        o3.error_message = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.error_code, k = _S_3.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_1(buf, p):
-    o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
-    try:
-        o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code = _S_4.unpack_from(buf, p)
-        p += 26
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_1(buf, p):
-    o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_1(buf, p):
-    o = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_3.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_DescribeShareGroupOffsetsResponse_1(buf, p):
-    o = new(DescribeShareGroupOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeShareGroupOffsetsResponse)
+        o0.throttle_time_ms, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -914,40 +792,226 @@ def _d_DescribeShareGroupOffsetsResponse_1(buf, p):
         if n < 0:
             raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_1(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'TopicName runs past the frame')
+                            o2.topic_name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null string in TopicName')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'TopicName runs past the frame')
+                                o2.topic_name = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.topic_id, k = _S_1.unpack_from(buf, p)
+                        p += 16
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
+                                o3.partition_index, o3.start_offset, o3.leader_epoch, o3.lag, o3.error_code, k = _S_4.unpack_from(buf, p)
+                                p += 26
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'ErrorMessage runs past the frame')
+                                    o3.error_message = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.error_message = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'ErrorMessage runs past the frame')
+                                        o3.error_message = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.error_code, k = _S_3.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeShareGroupOffsetsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_0(o, b, h):
-    b += _S_2.pack(o.partition_index, o.start_offset, o.leader_epoch, o.error_code)
+    b += _S_7.pack(o.partition_index, o.start_offset, o.leader_epoch, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -974,7 +1038,7 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.topic_id)
+    b += _S_6.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -1006,7 +1070,7 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
         write_uvarint(b, n)
     for e in lst:
         _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_0(e, b, h)
-    b += _S_3.pack(o.error_code)
+    b += _S_8.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1025,7 +1089,7 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
         b.append(0)
 
 def _e_DescribeShareGroupOffsetsResponse_0(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms)
+    b += _S_5.pack(o.throttle_time_ms)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:
@@ -1041,7 +1105,7 @@ def _e_DescribeShareGroupOffsetsResponse_0(o, b, h):
         b.append(0)
 
 def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition_1(o, b, h):
-    b += _S_4.pack(o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code)
+    b += _S_9.pack(o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1068,7 +1132,7 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.topic_id)
+    b += _S_6.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -1100,7 +1164,7 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
         write_uvarint(b, n)
     for e in lst:
         _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_1(e, b, h)
-    b += _S_3.pack(o.error_code)
+    b += _S_8.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1119,7 +1183,7 @@ def _e_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
         b.append(0)
 
 def _e_DescribeShareGroupOffsetsResponse_1(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms)
+    b += _S_5.pack(o.throttle_time_ms)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:

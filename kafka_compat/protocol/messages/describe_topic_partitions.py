@@ -12,14 +12,35 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>b')
-_S_2 = _Struct('>h')
-_S_3 = _Struct('>16s?')
-_S_4 = _Struct('>hiii')
+_S_2 = _Struct('>iB')
+_S_3 = _Struct('>hB')
+_S_4 = _Struct('>16s?B')
+_S_5 = _Struct('>hiiiB')
+_S_6 = _Struct('>h')
+_S_7 = _Struct('>16s?')
+_S_8 = _Struct('>hiii')
 
 
 class _DescribeTopicPartitionsRequest_TopicRequest(KafkaStruct):
@@ -62,93 +83,10 @@ class DescribeTopicPartitionsRequest(KafkaMessage):
 DescribeTopicPartitionsRequest.TopicRequest = _DescribeTopicPartitionsRequest_TopicRequest
 DescribeTopicPartitionsRequest.Cursor = _DescribeTopicPartitionsRequest_Cursor
 
-def _d_DescribeTopicPartitionsRequest_TopicRequest_0(buf, p):
-    o = new(_DescribeTopicPartitionsRequest_TopicRequest)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeTopicPartitionsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeTopicPartitionsRequest_Cursor_0(buf, p):
-    o = new(_DescribeTopicPartitionsRequest_Cursor)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeTopicPartitionsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeTopicPartitionsRequest_0(buf, p):
-    o = new(DescribeTopicPartitionsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeTopicPartitionsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -158,45 +96,132 @@ def _d_DescribeTopicPartitionsRequest_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeTopicPartitionsRequest_TopicRequest_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.response_partition_limit, = _S_0.unpack_from(buf, p)
+                o1 = new(_DescribeTopicPartitionsRequest_TopicRequest)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.response_partition_limit, = _S_0.unpack_from(buf, p)
         p += 4
         if _S_1.unpack_from(buf, p)[0] < 0:
             p += 1
-            o.cursor = None
+            o0.cursor = None
         else:
             p += 1
-            o.cursor, p = _d_DescribeTopicPartitionsRequest_Cursor_0(buf, p)
+            o1 = new(_DescribeTopicPartitionsRequest_Cursor)
+            k = buf[p]
+            if 0 < k < 128:
+                q = p + k
+                if q > end:
+                    raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'TopicName runs past the frame')
+                o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                p = q
+            else:
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+            o1.partition_index, k = _S_2.unpack_from(buf, p)
+            p += 4
+            if k == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.cursor = o1
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeTopicPartitionsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeTopicPartitionsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeTopicPartitionsRequest_TopicRequest_0(o, b, h):
     s = o.name
@@ -318,214 +343,14 @@ DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition = _Desc
 DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic
 DescribeTopicPartitionsResponse.Cursor = _DescribeTopicPartitionsResponse_Cursor
 
-def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(buf, p):
-    o = new(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_4.unpack_from(buf, p)
-        p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.eligible_leader_replicas = None
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array EligibleLeaderReplicas longer than the frame')
-            o.eligible_leader_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.last_known_elr = None
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array LastKnownElr longer than the frame')
-            o.last_known_elr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(buf, p):
-    o = new(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, o.is_internal = _S_3.unpack_from(buf, p)
-        p += 17
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeTopicPartitionsResponse_Cursor_0(buf, p):
-    o = new(_DescribeTopicPartitionsResponse_Cursor)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeTopicPartitionsResponse_0(buf, p):
-    o = new(DescribeTopicPartitionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeTopicPartitionsResponse)
+        o0.throttle_time_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -533,46 +358,281 @@ def _d_DescribeTopicPartitionsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic)
+                o1.error_code, k = _S_3.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, o1.is_internal, k = _S_4.unpack_from(buf, p)
+                p += 17
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition)
+                        o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_5.unpack_from(buf, p)
+                        p += 14
+                        if 0 < k < 65:
+                            o2.replica_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in ReplicaNodes')
+                            else:
+                                if n < 64:
+                                    o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array ReplicaNodes longer than the frame')
+                                    o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.isr_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in IsrNodes')
+                            else:
+                                if n < 64:
+                                    o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array IsrNodes longer than the frame')
+                                    o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.eligible_leader_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.eligible_leader_replicas = None
+                            else:
+                                if n < 64:
+                                    o2.eligible_leader_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array EligibleLeaderReplicas longer than the frame')
+                                    o2.eligible_leader_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.last_known_elr = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.last_known_elr = None
+                            else:
+                                if n < 64:
+                                    o2.last_known_elr = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array LastKnownElr longer than the frame')
+                                    o2.last_known_elr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.topic_authorized_operations, k = _S_2.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if _S_1.unpack_from(buf, p)[0] < 0:
             p += 1
-            o.next_cursor = None
+            o0.next_cursor = None
         else:
             p += 1
-            o.next_cursor, p = _d_DescribeTopicPartitionsResponse_Cursor_0(buf, p)
+            o1 = new(_DescribeTopicPartitionsResponse_Cursor)
+            k = buf[p]
+            if 0 < k < 128:
+                q = p + k
+                if q > end:
+                    raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'TopicName runs past the frame')
+                o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                p = q
+            else:
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+            o1.partition_index, k = _S_2.unpack_from(buf, p)
+            p += 4
+            if k == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.next_cursor = o1
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeTopicPartitionsResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(o, b, h):
-    b += _S_4.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    b += _S_8.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     lst = o.replica_nodes
     n = len(lst) + 1
     if n < 128:
@@ -621,7 +681,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
         b.append(0)
 
 def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_6.pack(o.error_code)
     s = o.name
     if s is None:
         b.append(0)
@@ -633,7 +693,7 @@ def _e_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_0(o,
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_3.pack(o.topic_id, o.is_internal)
+    b += _S_7.pack(o.topic_id, o.is_internal)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:

@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
-_S_1 = _Struct('>h')
-_S_2 = _Struct('>iqqh')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>hB')
+_S_2 = _Struct('>iqqhB')
+_S_3 = _Struct('>i')
+_S_4 = _Struct('>h')
+_S_5 = _Struct('>iqqh')
 
 
 class DescribeTransactionsRequest(KafkaMessage):
@@ -36,8 +56,9 @@ class DescribeTransactionsRequest(KafkaMessage):
 
 
 def _d_DescribeTransactionsRequest_0(buf, p):
-    o = new(DescribeTransactionsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeTransactionsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -47,50 +68,58 @@ def _d_DescribeTransactionsRequest_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeTransactionsRequest', 0, p, 'null array in TransactionalIds')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeTransactionsRequest', 0, p, 'array TransactionalIds longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('DescribeTransactionsRequest', 0, p, 'null string in TransactionalIds')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('DescribeTransactionsRequest', 0, p, 'TransactionalIds runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.transactional_ids = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeTransactionsRequest', 0, p, 'null string in TransactionalIds')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeTransactionsRequest', 0, p, 'TransactionalIds runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.transactional_ids = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeTransactionsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeTransactionsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeTransactionsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeTransactionsRequest_0(o, b, h):
     lst = o.transactional_ids
@@ -164,143 +193,14 @@ class DescribeTransactionsResponse(KafkaMessage):
 DescribeTransactionsResponse.TopicData = _DescribeTransactionsResponse_TopicData
 DescribeTransactionsResponse.TransactionState = _DescribeTransactionsResponse_TransactionState
 
-def _d_DescribeTransactionsResponse_TopicData_0(buf, p):
-    o = new(_DescribeTransactionsResponse_TopicData)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTransactionsResponse', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeTransactionsResponse', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTransactionsResponse', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('DescribeTransactionsResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeTransactionsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeTransactionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeTransactionsResponse_TransactionState_0(buf, p):
-    o = new(_DescribeTransactionsResponse_TransactionState)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTransactionsResponse', 0, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeTransactionsResponse', 0, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTransactionsResponse', 0, p, 'null string in TransactionState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeTransactionsResponse', 0, p, 'TransactionState runs past the frame')
-            o.transaction_state = str(buf[p:q], 'utf-8')
-            p = q
-        o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch = _S_2.unpack_from(buf, p)
-        p += 22
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeTransactionsResponse', 0, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeTransactionsResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeTransactionsResponse_TopicData_0(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeTransactionsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeTransactionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeTransactionsResponse_0(buf, p):
-    o = new(DescribeTransactionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeTransactionsResponse)
+        o0.throttle_time_ms, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -308,37 +208,184 @@ def _d_DescribeTransactionsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeTransactionsResponse', 0, p, 'null array in TransactionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeTransactionsResponse', 0, p, 'array TransactionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeTransactionsResponse_TransactionState_0(buf, p)
-                app(e)
-            o.transaction_states = lst
+                o1 = new(_DescribeTransactionsResponse_TransactionState)
+                o1.error_code, k = _S_1.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'TransactionalId runs past the frame')
+                    o1.transactional_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'null string in TransactionalId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeTransactionsResponse', 0, p, 'TransactionalId runs past the frame')
+                        o1.transactional_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'TransactionState runs past the frame')
+                    o1.transaction_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'null string in TransactionState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeTransactionsResponse', 0, p, 'TransactionState runs past the frame')
+                        o1.transaction_state = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.transaction_timeout_ms, o1.transaction_start_time_ms, o1.producer_id, o1.producer_epoch, k = _S_2.unpack_from(buf, p)
+                p += 22
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeTransactionsResponse', 0, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeTransactionsResponse_TopicData)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('DescribeTransactionsResponse', 0, p, 'Topic runs past the frame')
+                            o2.topic = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeTransactionsResponse', 0, p, 'null string in Topic')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('DescribeTransactionsResponse', 0, p, 'Topic runs past the frame')
+                                o2.topic = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('DescribeTransactionsResponse', 0, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeTransactionsResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeTransactionsResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeTransactionsResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeTransactionsResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.transaction_states = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeTransactionsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeTransactionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeTransactionsResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeTransactionsResponse_TopicData_0(o, b, h):
     s = o.topic
@@ -363,7 +410,7 @@ def _e_DescribeTransactionsResponse_TopicData_0(o, b, h):
         b.append(0)
 
 def _e_DescribeTransactionsResponse_TransactionState_0(o, b, h):
-    b += _S_1.pack(o.error_code)
+    b += _S_4.pack(o.error_code)
     s = o.transactional_id
     s = s.encode()
     n = len(s) + 1
@@ -380,7 +427,7 @@ def _e_DescribeTransactionsResponse_TransactionState_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
+    b += _S_5.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -396,7 +443,7 @@ def _e_DescribeTransactionsResponse_TransactionState_0(o, b, h):
         b.append(0)
 
 def _e_DescribeTransactionsResponse_0(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms)
+    b += _S_3.pack(o.throttle_time_ms)
     lst = o.transaction_states
     n = len(lst) + 1
     if n < 128:

@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>ih')
-_S_1 = _Struct('>h')
-_S_2 = _Struct('>bi')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>ihB')
+_S_1 = _Struct('>hB')
+_S_2 = _Struct('>biB')
+_S_3 = _Struct('>ih')
+_S_4 = _Struct('>h')
+_S_5 = _Struct('>bi')
 
 
 class _DescribeUserScramCredentialsRequest_UserName(KafkaStruct):
@@ -46,50 +66,10 @@ class DescribeUserScramCredentialsRequest(KafkaMessage):
 
 DescribeUserScramCredentialsRequest.UserName = _DescribeUserScramCredentialsRequest_UserName
 
-def _d_DescribeUserScramCredentialsRequest_UserName_0(buf, p):
-    o = new(_DescribeUserScramCredentialsRequest_UserName)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeUserScramCredentialsRequest_0(buf, p):
-    o = new(DescribeUserScramCredentialsRequest)
+    end = len(buf)
     try:
+        o0 = new(DescribeUserScramCredentialsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -97,39 +77,81 @@ def _d_DescribeUserScramCredentialsRequest_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.users = None
+            o0.users = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'array Users longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeUserScramCredentialsRequest_UserName_0(buf, p)
-                app(e)
-            o.users = lst
+                o1 = new(_DescribeUserScramCredentialsRequest_UserName)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.users = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeUserScramCredentialsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeUserScramCredentialsRequest_UserName_0(o, b, h):
     s = o.name
@@ -212,128 +234,33 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
 DescribeUserScramCredentialsResponse.CredentialInfo = _DescribeUserScramCredentialsResponse_CredentialInfo
 DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult = _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
 
-def _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf, p):
-    o = new(_DescribeUserScramCredentialsResponse_CredentialInfo)
-    try:
-        o.mechanism, o.iterations = _S_2.unpack_from(buf, p)
-        p += 5
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(buf, p):
-    o = new(_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'null string in User')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'User runs past the frame')
-            o.user = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'null array in CredentialInfos')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'array CredentialInfos longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf, p)
-                app(e)
-            o.credential_infos = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_DescribeUserScramCredentialsResponse_0(buf, p):
-    o = new(DescribeUserScramCredentialsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_0.unpack_from(buf, p)
+        o0 = new(DescribeUserScramCredentialsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -343,40 +270,144 @@ def _d_DescribeUserScramCredentialsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'User runs past the frame')
+                    o1.user = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'null string in User')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'User runs past the frame')
+                        o1.user = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_1.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'null array in CredentialInfos')
+                else:
+                    if n > end - p:
+                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'array CredentialInfos longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_DescribeUserScramCredentialsResponse_CredentialInfo)
+                        o2.mechanism, o2.iterations, k = _S_2.unpack_from(buf, p)
+                        p += 5
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.credential_infos = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_DescribeUserScramCredentialsResponse_CredentialInfo_0(o, b, h):
-    b += _S_2.pack(o.mechanism, o.iterations)
+    b += _S_5.pack(o.mechanism, o.iterations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -392,7 +423,7 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.error_code)
+    b += _S_4.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -419,7 +450,7 @@ def _e_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_0
         b.append(0)
 
 def _e_DescribeUserScramCredentialsResponse_0(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms, o.error_code)
+    b += _S_3.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

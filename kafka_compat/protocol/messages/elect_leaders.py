@@ -12,13 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>b')
-_S_3 = _Struct('>ih')
+_S_2 = _Struct('>bi')
+_S_3 = _Struct('>bB')
+_S_4 = _Struct('>iB')
+_S_5 = _Struct('>b')
+_S_6 = _Struct('>ii')
+_S_7 = _Struct('>ihh')
+_S_8 = _Struct('>ihi')
+_S_9 = _Struct('>ihB')
+_S_10 = _Struct('>ih')
 
 
 class _ElectLeadersRequest_TopicPartitions(KafkaStruct):
@@ -50,210 +74,212 @@ class ElectLeadersRequest(KafkaMessage):
 
 ElectLeadersRequest.TopicPartitions = _ElectLeadersRequest_TopicPartitions
 
-def _d_ElectLeadersRequest_TopicPartitions_0(buf, p):
-    o = new(_ElectLeadersRequest_TopicPartitions)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ElectLeadersRequest', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersRequest', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ElectLeadersRequest', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ElectLeadersRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ElectLeadersRequest_0(buf, p):
-    o = new(ElectLeadersRequest)
-    o.election_type = 0
+    end = len(buf)
     try:
+        o0 = new(ElectLeadersRequest)
+        o0.election_type = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topic_partitions = None
+            o0.topic_partitions = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ElectLeadersRequest', 0, p, 'array TopicPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ElectLeadersRequest_TopicPartitions_0(buf, p)
-                app(e)
-            o.topic_partitions = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_ElectLeadersRequest_TopicPartitions)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ElectLeadersRequest', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ElectLeadersRequest', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ElectLeadersRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ElectLeadersRequest', 0, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_partitions = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ElectLeadersRequest_TopicPartitions_1(buf, p):
-    o = new(_ElectLeadersRequest_TopicPartitions)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ElectLeadersRequest', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersRequest', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ElectLeadersRequest', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ElectLeadersRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ElectLeadersRequest_1(buf, p):
-    o = new(ElectLeadersRequest)
+    end = len(buf)
     try:
-        o.election_type, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ElectLeadersRequest)
+        o0.election_type, n = _S_2.unpack_from(buf, p)
+        p += 5
         if n < 0:
-            o.topic_partitions = None
+            o0.topic_partitions = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ElectLeadersRequest', 1, p, 'array TopicPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ElectLeadersRequest_TopicPartitions_1(buf, p)
-                app(e)
-            o.topic_partitions = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_ElectLeadersRequest_TopicPartitions)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ElectLeadersRequest', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ElectLeadersRequest', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ElectLeadersRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('ElectLeadersRequest', 1, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_partitions = lst0
+        o0.timeout_ms, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ElectLeadersRequest_TopicPartitions_2(buf, p):
-    o = new(_ElectLeadersRequest_TopicPartitions)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ElectLeadersRequest', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersRequest', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ElectLeadersRequest', 2, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ElectLeadersRequest', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ElectLeadersRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ElectLeadersRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ElectLeadersRequest_2(buf, p):
-    o = new(ElectLeadersRequest)
+    end = len(buf)
     try:
-        o.election_type, = _S_2.unpack_from(buf, p)
+        o0 = new(ElectLeadersRequest)
+        o0.election_type, k = _S_3.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topic_partitions = None
+            o0.topic_partitions = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ElectLeadersRequest', 2, p, 'array TopicPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ElectLeadersRequest_TopicPartitions_2(buf, p)
-                app(e)
-            o.topic_partitions = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_ElectLeadersRequest_TopicPartitions)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ElectLeadersRequest', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ElectLeadersRequest', 2, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ElectLeadersRequest', 2, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ElectLeadersRequest', 2, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('ElectLeadersRequest', 2, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ElectLeadersRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ElectLeadersRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_partitions = lst0
+        o0.timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ElectLeadersRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ElectLeadersRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ElectLeadersRequest_TopicPartitions_0(o, b, h):
     s = o.topic
@@ -275,7 +301,7 @@ def _e_ElectLeadersRequest_0(o, b, h):
     b += _S_0.pack(o.timeout_ms)
 
 def _e_ElectLeadersRequest_1(o, b, h):
-    b += _S_2.pack(o.election_type)
+    b += _S_5.pack(o.election_type)
     lst = o.topic_partitions
     if lst is None:
         b += b'\xff\xff\xff\xff'
@@ -308,7 +334,7 @@ def _e_ElectLeadersRequest_TopicPartitions_2(o, b, h):
         b.append(0)
 
 def _e_ElectLeadersRequest_2(o, b, h):
-    b += _S_2.pack(o.election_type)
+    b += _S_5.pack(o.election_type)
     lst = o.topic_partitions
     if lst is None:
         b.append(0)
@@ -373,263 +399,129 @@ class ElectLeadersResponse(KafkaMessage):
 ElectLeadersResponse.PartitionResult = _ElectLeadersResponse_PartitionResult
 ElectLeadersResponse.ReplicaElectionResult = _ElectLeadersResponse_ReplicaElectionResult
 
-def _d_ElectLeadersResponse_PartitionResult_0(buf, p):
-    o = new(_ElectLeadersResponse_PartitionResult)
-    try:
-        o.partition_id, o.error_code = _S_3.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ElectLeadersResponse_ReplicaElectionResult_0(buf, p):
-    o = new(_ElectLeadersResponse_ReplicaElectionResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ElectLeadersResponse', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersResponse', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ElectLeadersResponse', 0, p, 'null array in PartitionResult')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ElectLeadersResponse', 0, p, 'array PartitionResult longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ElectLeadersResponse_PartitionResult_0(buf, p)
-                app(e)
-            o.partition_result = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ElectLeadersResponse_0(buf, p):
-    o = new(ElectLeadersResponse)
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ElectLeadersResponse)
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_6.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('ElectLeadersResponse', 0, p, 'null array in ReplicaElectionResults')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ElectLeadersResponse', 0, p, 'array ReplicaElectionResults longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ElectLeadersResponse_ReplicaElectionResult_0(buf, p)
-                app(e)
-            o.replica_election_results = lst
-        o.unknown_tags = None
+                o1 = new(_ElectLeadersResponse_ReplicaElectionResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ElectLeadersResponse', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ElectLeadersResponse', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ElectLeadersResponse', 0, p, 'null array in PartitionResult')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ElectLeadersResponse', 0, p, 'array PartitionResult longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ElectLeadersResponse_PartitionResult)
+                        o2.partition_id, o2.error_code, n = _S_7.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.error_message = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ElectLeadersResponse', 0, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_result = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.replica_election_results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ElectLeadersResponse_PartitionResult_1(buf, p):
-    o = new(_ElectLeadersResponse_PartitionResult)
-    try:
-        o.partition_id, o.error_code = _S_3.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ElectLeadersResponse_ReplicaElectionResult_1(buf, p):
-    o = new(_ElectLeadersResponse_ReplicaElectionResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ElectLeadersResponse', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersResponse', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ElectLeadersResponse', 1, p, 'null array in PartitionResult')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ElectLeadersResponse', 1, p, 'array PartitionResult longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ElectLeadersResponse_PartitionResult_1(buf, p)
-                app(e)
-            o.partition_result = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ElectLeadersResponse_1(buf, p):
-    o = new(ElectLeadersResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ElectLeadersResponse)
+        o0.throttle_time_ms, o0.error_code, n = _S_8.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ElectLeadersResponse', 1, p, 'null array in ReplicaElectionResults')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ElectLeadersResponse', 1, p, 'array ReplicaElectionResults longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ElectLeadersResponse_ReplicaElectionResult_1(buf, p)
-                app(e)
-            o.replica_election_results = lst
-        o.unknown_tags = None
+                o1 = new(_ElectLeadersResponse_ReplicaElectionResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ElectLeadersResponse', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ElectLeadersResponse', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ElectLeadersResponse', 1, p, 'null array in PartitionResult')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ElectLeadersResponse', 1, p, 'array PartitionResult longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ElectLeadersResponse_PartitionResult)
+                        o2.partition_id, o2.error_code, n = _S_7.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.error_message = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ElectLeadersResponse', 1, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_result = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.replica_election_results = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ElectLeadersResponse_PartitionResult_2(buf, p):
-    o = new(_ElectLeadersResponse_PartitionResult)
-    try:
-        o.partition_id, o.error_code = _S_3.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ElectLeadersResponse_ReplicaElectionResult_2(buf, p):
-    o = new(_ElectLeadersResponse_ReplicaElectionResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ElectLeadersResponse', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ElectLeadersResponse', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ElectLeadersResponse', 2, p, 'null array in PartitionResult')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ElectLeadersResponse', 2, p, 'array PartitionResult longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ElectLeadersResponse_PartitionResult_2(buf, p)
-                app(e)
-            o.partition_result = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ElectLeadersResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ElectLeadersResponse_2(buf, p):
-    o = new(ElectLeadersResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_3.unpack_from(buf, p)
+        o0 = new(ElectLeadersResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_9.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -637,40 +529,142 @@ def _d_ElectLeadersResponse_2(buf, p):
         if n < 0:
             raise DecodeError('ElectLeadersResponse', 2, p, 'null array in ReplicaElectionResults')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ElectLeadersResponse', 2, p, 'array ReplicaElectionResults longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ElectLeadersResponse_ReplicaElectionResult_2(buf, p)
-                app(e)
-            o.replica_election_results = lst
+                o1 = new(_ElectLeadersResponse_ReplicaElectionResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ElectLeadersResponse', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ElectLeadersResponse', 2, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ElectLeadersResponse', 2, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ElectLeadersResponse', 2, p, 'null array in PartitionResult')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ElectLeadersResponse', 2, p, 'array PartitionResult longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ElectLeadersResponse_PartitionResult)
+                        o2.partition_id, o2.error_code, k = _S_9.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ElectLeadersResponse', 2, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ElectLeadersResponse', 2, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_result = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.replica_election_results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ElectLeadersResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ElectLeadersResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ElectLeadersResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ElectLeadersResponse_PartitionResult_0(o, b, h):
-    b += _S_3.pack(o.partition_id, o.error_code)
+    b += _S_10.pack(o.partition_id, o.error_code)
     s = o.error_message
     if s is None:
         b += b'\xff\xff'
@@ -697,14 +691,14 @@ def _e_ElectLeadersResponse_0(o, b, h):
         _e_ElectLeadersResponse_ReplicaElectionResult_0(e, b, h)
 
 def _e_ElectLeadersResponse_1(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     lst = o.replica_election_results
     b += _S_0.pack(len(lst))
     for e in lst:
         _e_ElectLeadersResponse_ReplicaElectionResult_0(e, b, h)
 
 def _e_ElectLeadersResponse_PartitionResult_2(o, b, h):
-    b += _S_3.pack(o.partition_id, o.error_code)
+    b += _S_10.pack(o.partition_id, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -746,7 +740,7 @@ def _e_ElectLeadersResponse_ReplicaElectionResult_2(o, b, h):
         b.append(0)
 
 def _e_ElectLeadersResponse_2(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     lst = o.replica_election_results
     n = len(lst) + 1
     if n < 128:

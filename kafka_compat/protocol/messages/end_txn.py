@@ -12,13 +12,33 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>h')
 _S_1 = _Struct('>qh?')
-_S_2 = _Struct('>ih')
-_S_3 = _Struct('>ihqh')
+_S_2 = _Struct('>qh?B')
+_S_3 = _Struct('>ih')
+_S_4 = _Struct('>ihB')
+_S_5 = _Struct('>ihqhB')
+_S_6 = _Struct('>ihqh')
 
 
 class EndTxnRequest(KafkaMessage):
@@ -40,193 +60,223 @@ class EndTxnRequest(KafkaMessage):
 
 
 def _d_EndTxnRequest_0(buf, p):
-    o = new(EndTxnRequest)
+    end = len(buf)
     try:
+        o0 = new(EndTxnRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('EndTxnRequest', 0, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('EndTxnRequest', 0, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.committed = _S_1.unpack_from(buf, p)
+        o0.producer_id, o0.producer_epoch, o0.committed = _S_1.unpack_from(buf, p)
         p += 11
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnRequest_1(buf, p):
-    o = new(EndTxnRequest)
+    end = len(buf)
     try:
+        o0 = new(EndTxnRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('EndTxnRequest', 1, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('EndTxnRequest', 1, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.committed = _S_1.unpack_from(buf, p)
+        o0.producer_id, o0.producer_epoch, o0.committed = _S_1.unpack_from(buf, p)
         p += 11
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnRequest_2(buf, p):
-    o = new(EndTxnRequest)
+    end = len(buf)
     try:
+        o0 = new(EndTxnRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('EndTxnRequest', 2, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('EndTxnRequest', 2, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.committed = _S_1.unpack_from(buf, p)
+        o0.producer_id, o0.producer_epoch, o0.committed = _S_1.unpack_from(buf, p)
         p += 11
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnRequest_3(buf, p):
-    o = new(EndTxnRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('EndTxnRequest', 3, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(EndTxnRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('EndTxnRequest', 3, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.committed = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('EndTxnRequest', 3, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('EndTxnRequest', 3, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, o0.committed, k = _S_2.unpack_from(buf, p)
         p += 11
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('EndTxnRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('EndTxnRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnRequest_4(buf, p):
-    o = new(EndTxnRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('EndTxnRequest', 4, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(EndTxnRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('EndTxnRequest', 4, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.committed = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('EndTxnRequest', 4, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('EndTxnRequest', 4, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, o0.committed, k = _S_2.unpack_from(buf, p)
         p += 11
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('EndTxnRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('EndTxnRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnRequest_5(buf, p):
-    o = new(EndTxnRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('EndTxnRequest', 5, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(EndTxnRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('EndTxnRequest', 5, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.committed = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('EndTxnRequest', 5, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('EndTxnRequest', 5, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, o0.committed, k = _S_2.unpack_from(buf, p)
         p += 11
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('EndTxnRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('EndTxnRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_EndTxnRequest_0(o, b, h):
     s = o.transactional_id
@@ -274,137 +324,143 @@ class EndTxnResponse(KafkaMessage):
 
 
 def _d_EndTxnResponse_0(buf, p):
-    o = new(EndTxnResponse)
-    o.producer_id = -1
-    o.producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(EndTxnResponse)
+        o0.producer_id = -1
+        o0.producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code = _S_3.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnResponse_1(buf, p):
-    o = new(EndTxnResponse)
-    o.producer_id = -1
-    o.producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(EndTxnResponse)
+        o0.producer_id = -1
+        o0.producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code = _S_3.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnResponse_2(buf, p):
-    o = new(EndTxnResponse)
-    o.producer_id = -1
-    o.producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(EndTxnResponse)
+        o0.producer_id = -1
+        o0.producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code = _S_3.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnResponse_3(buf, p):
-    o = new(EndTxnResponse)
-    o.producer_id = -1
-    o.producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(EndTxnResponse)
+        o0.producer_id = -1
+        o0.producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 6
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('EndTxnResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('EndTxnResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnResponse_4(buf, p):
-    o = new(EndTxnResponse)
-    o.producer_id = -1
-    o.producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(EndTxnResponse)
+        o0.producer_id = -1
+        o0.producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 6
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('EndTxnResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('EndTxnResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_EndTxnResponse_5(buf, p):
-    o = new(EndTxnResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_3.unpack_from(buf, p)
+        o0 = new(EndTxnResponse)
+        o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch, k = _S_5.unpack_from(buf, p)
         p += 16
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('EndTxnResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('EndTxnResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('EndTxnResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_EndTxnResponse_0(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_3.pack(o.throttle_time_ms, o.error_code)
 
 def _e_EndTxnResponse_3(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_3.pack(o.throttle_time_ms, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -412,7 +468,7 @@ def _e_EndTxnResponse_3(o, b, h):
         b.append(0)
 
 def _e_EndTxnResponse_5(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    b += _S_6.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

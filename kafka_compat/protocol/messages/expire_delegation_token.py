@@ -12,12 +12,31 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>q')
-_S_2 = _Struct('>hqi')
+_S_2 = _Struct('>qB')
+_S_3 = _Struct('>hqi')
+_S_4 = _Struct('>hqiB')
 
 
 class ExpireDelegationTokenRequest(KafkaMessage):
@@ -37,48 +56,51 @@ class ExpireDelegationTokenRequest(KafkaMessage):
 
 
 def _d_ExpireDelegationTokenRequest_0(buf, p):
-    o = new(ExpireDelegationTokenRequest)
+    end = len(buf)
     try:
+        o0 = new(ExpireDelegationTokenRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ExpireDelegationTokenRequest', 0, p, 'null bytes in Hmac')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ExpireDelegationTokenRequest', 0, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
+            o0.hmac = bytes(buf[p:q])
             p = q
-        o.expiry_time_period_ms, = _S_1.unpack_from(buf, p)
+        o0.expiry_time_period_ms, = _S_1.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ExpireDelegationTokenRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ExpireDelegationTokenRequest_1(buf, p):
-    o = new(ExpireDelegationTokenRequest)
+    end = len(buf)
     try:
+        o0 = new(ExpireDelegationTokenRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ExpireDelegationTokenRequest', 1, p, 'null bytes in Hmac')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ExpireDelegationTokenRequest', 1, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
+            o0.hmac = bytes(buf[p:q])
             p = q
-        o.expiry_time_period_ms, = _S_1.unpack_from(buf, p)
+        o0.expiry_time_period_ms, = _S_1.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ExpireDelegationTokenRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ExpireDelegationTokenRequest_2(buf, p):
-    o = new(ExpireDelegationTokenRequest)
+    end = len(buf)
     try:
+        o0 = new(ExpireDelegationTokenRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -89,35 +111,35 @@ def _d_ExpireDelegationTokenRequest_2(buf, p):
             raise DecodeError('ExpireDelegationTokenRequest', 2, p, 'null bytes in Hmac')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ExpireDelegationTokenRequest', 2, p, 'Hmac runs past the frame')
-            o.hmac = bytes(buf[p:q])
+            o0.hmac = bytes(buf[p:q])
             p = q
-        o.expiry_time_period_ms, = _S_1.unpack_from(buf, p)
+        o0.expiry_time_period_ms, k = _S_2.unpack_from(buf, p)
         p += 8
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ExpireDelegationTokenRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ExpireDelegationTokenRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ExpireDelegationTokenRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ExpireDelegationTokenRequest_0(o, b, h):
     s = o.hmac
@@ -162,59 +184,62 @@ class ExpireDelegationTokenResponse(KafkaMessage):
 
 
 def _d_ExpireDelegationTokenResponse_0(buf, p):
-    o = new(ExpireDelegationTokenResponse)
+    end = len(buf)
     try:
-        o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S_2.unpack_from(buf, p)
+        o0 = new(ExpireDelegationTokenResponse)
+        o0.error_code, o0.expiry_timestamp_ms, o0.throttle_time_ms = _S_3.unpack_from(buf, p)
         p += 14
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ExpireDelegationTokenResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ExpireDelegationTokenResponse_1(buf, p):
-    o = new(ExpireDelegationTokenResponse)
+    end = len(buf)
     try:
-        o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S_2.unpack_from(buf, p)
+        o0 = new(ExpireDelegationTokenResponse)
+        o0.error_code, o0.expiry_timestamp_ms, o0.throttle_time_ms = _S_3.unpack_from(buf, p)
         p += 14
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ExpireDelegationTokenResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ExpireDelegationTokenResponse_2(buf, p):
-    o = new(ExpireDelegationTokenResponse)
+    end = len(buf)
     try:
-        o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S_2.unpack_from(buf, p)
+        o0 = new(ExpireDelegationTokenResponse)
+        o0.error_code, o0.expiry_timestamp_ms, o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
         p += 14
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ExpireDelegationTokenResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ExpireDelegationTokenResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ExpireDelegationTokenResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ExpireDelegationTokenResponse_0(o, b, h):
-    b += _S_2.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
+    b += _S_3.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
 
 def _e_ExpireDelegationTokenResponse_2(o, b, h):
-    b += _S_2.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
+    b += _S_3.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

@@ -12,30 +12,65 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>iii')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>h')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iiii')
+_S_1 = _Struct('>h')
+_S_2 = _Struct('>i')
 _S_3 = _Struct('>iqi')
-_S_4 = _Struct('>iiii')
-_S_5 = _Struct('>iiiib')
+_S_4 = _Struct('>iiiii')
+_S_5 = _Struct('>iiiibi')
 _S_6 = _Struct('>iqqi')
-_S_7 = _Struct('>iiiibii')
+_S_7 = _Struct('>iiiibiii')
 _S_8 = _Struct('>iiqqi')
-_S_9 = _Struct('>iiqiqi')
-_S_10 = _Struct('>16s')
-_S_11 = _Struct('>iiibii')
-_S_12 = _Struct('>iq')
-_S_13 = _Struct('>q')
-_S_14 = _Struct('>ihq')
-_S_15 = _Struct('>ihqq')
-_S_16 = _Struct('>qq')
-_S_17 = _Struct('>ihqqq')
-_S_18 = _Struct('>ihi')
-_S_19 = _Struct('>ii')
-_S_20 = _Struct('>qi')
+_S_9 = _Struct('>iiiibiiB')
+_S_10 = _Struct('>iiqiqiB')
+_S_11 = _Struct('>16sB')
+_S_12 = _Struct('>iiibiiB')
+_S_13 = _Struct('>iqB')
+_S_14 = _Struct('>16s')
+_S_15 = _Struct('>q')
+_S_16 = _Struct('>iii')
+_S_17 = _Struct('>iiiib')
+_S_18 = _Struct('>iiiibii')
+_S_19 = _Struct('>iiqiqi')
+_S_20 = _Struct('>iiibii')
+_S_21 = _Struct('>iq')
+_S_22 = _Struct('>ihqi')
+_S_23 = _Struct('>ii')
+_S_24 = _Struct('>ihqqi')
+_S_25 = _Struct('>qq')
+_S_26 = _Struct('>ihqqqi')
+_S_27 = _Struct('>ihii')
+_S_28 = _Struct('>ihiB')
+_S_29 = _Struct('>ihqqqB')
+_S_30 = _Struct('>qqB')
+_S_31 = _Struct('>iB')
+_S_32 = _Struct('>iiB')
+_S_33 = _Struct('>qiB')
+_S_34 = _Struct('>ihq')
+_S_35 = _Struct('>ihqq')
+_S_36 = _Struct('>ihqqq')
+_S_37 = _Struct('>ihi')
+_S_38 = _Struct('>qi')
 
 
 class _FetchRequest_ReplicaState(KafkaStruct):
@@ -120,1268 +155,924 @@ FetchRequest.FetchPartition = _FetchRequest_FetchPartition
 FetchRequest.FetchTopic = _FetchRequest_FetchTopic
 FetchRequest.ForgottenTopic = _FetchRequest_ForgottenTopic
 
-def _d_FetchRequest_FetchPartition_0(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.partition_max_bytes = _S_3.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_0(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_FetchRequest_0(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.max_bytes = 2147483647
-    o.isolation_level = 0
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes = _S_0.unpack_from(buf, p)
-        p += 12
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.max_bytes = 2147483647
+        o0.isolation_level = 0
+        o0.session_id = 0
+        o0.session_epoch = -1
+        o0.forgotten_topics_data = []
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, n = _S_0.unpack_from(buf, p)
+        p += 16
         if n < 0:
             raise DecodeError('FetchRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S_3.unpack_from(buf, p)
+                        p += 16
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_1(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.partition_max_bytes = _S_3.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_1(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_1(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.max_bytes = 2147483647
-    o.isolation_level = 0
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes = _S_0.unpack_from(buf, p)
-        p += 12
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.max_bytes = 2147483647
+        o0.isolation_level = 0
+        o0.session_id = 0
+        o0.session_epoch = -1
+        o0.forgotten_topics_data = []
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, n = _S_0.unpack_from(buf, p)
+        p += 16
         if n < 0:
             raise DecodeError('FetchRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S_3.unpack_from(buf, p)
+                        p += 16
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_2(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.partition_max_bytes = _S_3.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_2(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_2(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.max_bytes = 2147483647
-    o.isolation_level = 0
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes = _S_0.unpack_from(buf, p)
-        p += 12
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.max_bytes = 2147483647
+        o0.isolation_level = 0
+        o0.session_id = 0
+        o0.session_epoch = -1
+        o0.forgotten_topics_data = []
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, n = _S_0.unpack_from(buf, p)
+        p += 16
         if n < 0:
             raise DecodeError('FetchRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 2, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S_3.unpack_from(buf, p)
+                        p += 16
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_3(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.partition_max_bytes = _S_3.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_3(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 3, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 3, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_3(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.isolation_level = 0
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes = _S_4.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.isolation_level = 0
+        o0.session_id = 0
+        o0.session_epoch = -1
+        o0.forgotten_topics_data = []
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, n = _S_4.unpack_from(buf, p)
+        p += 20
         if n < 0:
             raise DecodeError('FetchRequest', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 3, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 3, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S_3.unpack_from(buf, p)
+                        p += 16
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_4(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.partition_max_bytes = _S_3.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_4(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 4, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 4, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_4(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S_5.unpack_from(buf, p)
-        p += 17
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.session_id = 0
+        o0.session_epoch = -1
+        o0.forgotten_topics_data = []
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, n = _S_5.unpack_from(buf, p)
+        p += 21
         if n < 0:
             raise DecodeError('FetchRequest', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 4, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 4, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S_3.unpack_from(buf, p)
+                        p += 16
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_5(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_6.unpack_from(buf, p)
-        p += 24
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_5(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 5, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 5, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_5(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S_5.unpack_from(buf, p)
-        p += 17
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.session_id = 0
+        o0.session_epoch = -1
+        o0.forgotten_topics_data = []
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, n = _S_5.unpack_from(buf, p)
+        p += 21
         if n < 0:
             raise DecodeError('FetchRequest', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 5, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 5, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S_6.unpack_from(buf, p)
+                        p += 24
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_6(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_6.unpack_from(buf, p)
-        p += 24
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_6(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 6, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 6, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 6, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 6, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_6(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_6(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S_5.unpack_from(buf, p)
-        p += 17
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.session_id = 0
+        o0.session_epoch = -1
+        o0.forgotten_topics_data = []
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, n = _S_5.unpack_from(buf, p)
+        p += 21
         if n < 0:
             raise DecodeError('FetchRequest', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_6(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 6, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 6, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S_6.unpack_from(buf, p)
+                        p += 24
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_7(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_6.unpack_from(buf, p)
-        p += 24
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_7(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 7, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 7, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 7, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 7, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_7(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_7(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 7, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 7, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 7, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 7, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_7(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
-        p += 25
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, n = _S_7.unpack_from(buf, p)
+        p += 29
         if n < 0:
             raise DecodeError('FetchRequest', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_7(buf, p)
-                app(e)
-            o.topics = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 7, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 7, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 7, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 7, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S_6.unpack_from(buf, p)
+                        p += 24
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('FetchRequest', 7, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 7, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_7(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 7, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 7, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 7, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('FetchRequest', 7, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_8(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_6.unpack_from(buf, p)
-        p += 24
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_8(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 8, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 8, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 8, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 8, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_8(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_8(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 8, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 8, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 8, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 8, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_8(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
-        p += 25
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, n = _S_7.unpack_from(buf, p)
+        p += 29
         if n < 0:
             raise DecodeError('FetchRequest', 8, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_8(buf, p)
-                app(e)
-            o.topics = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 8, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 8, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 8, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 8, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S_6.unpack_from(buf, p)
+                        p += 24
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('FetchRequest', 8, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 8, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_8(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 8, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 8, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 8, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('FetchRequest', 8, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_9(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_8.unpack_from(buf, p)
-        p += 28
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_9(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 9, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 9, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 9, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 9, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_9(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_9(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 9, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 9, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 9, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 9, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_9(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
-        p += 25
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, n = _S_7.unpack_from(buf, p)
+        p += 29
         if n < 0:
             raise DecodeError('FetchRequest', 9, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_9(buf, p)
-                app(e)
-            o.topics = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 9, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 9, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 9, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 9, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S_8.unpack_from(buf, p)
+                        p += 28
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('FetchRequest', 9, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 9, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_9(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 9, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 9, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 9, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('FetchRequest', 9, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_10(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_8.unpack_from(buf, p)
-        p += 28
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_10(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 10, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 10, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 10, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 10, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_10(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_10(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 10, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 10, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 10, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 10, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_10(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.rack_id = ''
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
-        p += 25
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.rack_id = ''
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, n = _S_7.unpack_from(buf, p)
+        p += 29
         if n < 0:
             raise DecodeError('FetchRequest', 10, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_10(buf, p)
-                app(e)
-            o.topics = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 10, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 10, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 10, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 10, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S_8.unpack_from(buf, p)
+                        p += 28
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('FetchRequest', 10, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 10, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_10(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        o.unknown_tags = None
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 10, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 10, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 10, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('FetchRequest', 10, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_11(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_8.unpack_from(buf, p)
-        p += 28
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_11(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 11, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 11, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 11, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 11, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_11(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_11(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchRequest', 11, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 11, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchRequest', 11, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 11, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_11(buf, p):
-    o = new(FetchRequest)
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
-        p += 25
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchRequest)
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, n = _S_7.unpack_from(buf, p)
+        p += 29
         if n < 0:
             raise DecodeError('FetchRequest', 11, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 11, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_11(buf, p)
-                app(e)
-            o.topics = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 11, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 11, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 11, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 11, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S_8.unpack_from(buf, p)
+                        p += 28
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('FetchRequest', 11, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 11, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_11(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        n, = _S_2.unpack_from(buf, p)
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchRequest', 11, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchRequest', 11, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchRequest', 11, p, 'null array in Partitions')
+                else:
+                    if n < 64:
+                        o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('FetchRequest', 11, p, 'array Partitions longer than the frame')
+                        o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('FetchRequest', 11, p, 'null string in RackId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FetchRequest', 11, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_12(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
-        p += 32
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_12(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 12, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 12, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 12, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 12, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_12(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_12(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 12, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchRequest', 12, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 12, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 12, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 12, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_12(buf, p):
-    o = new(FetchRequest)
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.cluster_id = None
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
+        o0 = new(FetchRequest)
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.cluster_id = None
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, k = _S_9.unpack_from(buf, p)
         p += 25
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1389,14 +1080,98 @@ def _d_FetchRequest_12(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 12, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_12(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FetchRequest', 12, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 12, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FetchRequest', 12, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchRequest', 12, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 12, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, k = _S_10.unpack_from(buf, p)
+                        p += 32
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1406,205 +1181,167 @@ def _d_FetchRequest_12(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 12, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 12, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_12(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 12, p, 'null string in RackId')
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FetchRequest', 12, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 12, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FetchRequest', 12, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 12, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('FetchRequest', 12, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FetchRequest', 12, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FetchRequest', 12, p, 'null string in RackId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FetchRequest', 12, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchRequest', 12, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchRequest', 12, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        n = buf[p] - 1
-                        if n < 127:
-                            p += 1
-                        else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
-                        if n < 0:
-                            o.cluster_id = None
-                        else:
-                            q = p + n
-                            if q > len(buf):
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
                                 raise DecodeError('FetchRequest', 12, p, 'ClusterId runs past the frame')
-                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
                             p = q
-                        buf = whole
-                        if not (o.cluster_id is not None):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o0.cluster_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('FetchRequest', 12, p, 'ClusterId runs past the frame')
+                                o0.cluster_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.cluster_id is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_13(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
-        p += 32
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_13(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 13, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 13, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_13(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_13(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 13, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 13, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_13(buf, p):
-    o = new(FetchRequest)
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.cluster_id = None
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
+        o0 = new(FetchRequest)
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.cluster_id = None
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, k = _S_9.unpack_from(buf, p)
         p += 25
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1612,14 +1349,78 @@ def _d_FetchRequest_13(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 13, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 13, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_13(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchRequest', 13, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 13, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, k = _S_10.unpack_from(buf, p)
+                        p += 32
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1629,205 +1430,146 @@ def _d_FetchRequest_13(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 13, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 13, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_13(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 13, p, 'null string in RackId')
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 13, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('FetchRequest', 13, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FetchRequest', 13, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FetchRequest', 13, p, 'null string in RackId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FetchRequest', 13, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchRequest', 13, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchRequest', 13, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        n = buf[p] - 1
-                        if n < 127:
-                            p += 1
-                        else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
-                        if n < 0:
-                            o.cluster_id = None
-                        else:
-                            q = p + n
-                            if q > len(buf):
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
                                 raise DecodeError('FetchRequest', 13, p, 'ClusterId runs past the frame')
-                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
                             p = q
-                        buf = whole
-                        if not (o.cluster_id is not None):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o0.cluster_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('FetchRequest', 13, p, 'ClusterId runs past the frame')
+                                o0.cluster_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.cluster_id is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_14(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
-        p += 32
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_14(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 14, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 14, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_14(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_14(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 14, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 14, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 14, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_14(buf, p):
-    o = new(FetchRequest)
-    o.replica_state = _FetchRequest_ReplicaState()
-    o.cluster_id = None
+    end = len(buf)
     try:
-        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_7.unpack_from(buf, p)
+        o0 = new(FetchRequest)
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.cluster_id = None
+        o0.replica_id, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, k = _S_9.unpack_from(buf, p)
         p += 25
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1835,14 +1577,78 @@ def _d_FetchRequest_14(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 14, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 14, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_14(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchRequest', 14, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 14, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, k = _S_10.unpack_from(buf, p)
+                        p += 32
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1852,235 +1658,147 @@ def _d_FetchRequest_14(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 14, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 14, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_14(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 14, p, 'null string in RackId')
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 14, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('FetchRequest', 14, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FetchRequest', 14, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FetchRequest', 14, p, 'null string in RackId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FetchRequest', 14, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchRequest', 14, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchRequest', 14, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        n = buf[p] - 1
-                        if n < 127:
-                            p += 1
-                        else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
-                        if n < 0:
-                            o.cluster_id = None
-                        else:
-                            q = p + n
-                            if q > len(buf):
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
                                 raise DecodeError('FetchRequest', 14, p, 'ClusterId runs past the frame')
-                            o.cluster_id = str(buf[p:q], 'utf-8')
+                            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
                             p = q
-                        buf = whole
-                        if not (o.cluster_id is not None):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o0.cluster_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('FetchRequest', 14, p, 'ClusterId runs past the frame')
+                                o0.cluster_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.cluster_id is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_15(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
-        p += 32
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_15(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 15, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 15, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_15(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_15(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 15, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 15, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ReplicaState_15(buf, p):
-    o = new(_FetchRequest_ReplicaState)
-    try:
-        o.replica_id, o.replica_epoch = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_15(buf, p):
-    o = new(FetchRequest)
-    o.replica_id = -1
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
+    end = len(buf)
     try:
-        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_11.unpack_from(buf, p)
+        o0 = new(FetchRequest)
+        o0.replica_id = -1
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, k = _S_12.unpack_from(buf, p)
         p += 21
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2088,14 +1806,78 @@ def _d_FetchRequest_15(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 15, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 15, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_15(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchRequest', 15, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 15, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, k = _S_10.unpack_from(buf, p)
+                        p += 32
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2105,244 +1887,181 @@ def _d_FetchRequest_15(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 15, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 15, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_15(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 15, p, 'null string in RackId')
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 15, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('FetchRequest', 15, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FetchRequest', 15, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FetchRequest', 15, p, 'null string in RackId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FetchRequest', 15, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        n = buf[p] - 1
-                        if n < 127:
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('FetchRequest', 15, p, 'ClusterId runs past the frame')
+                            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o0.cluster_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('FetchRequest', 15, p, 'ClusterId runs past the frame')
+                                o0.cluster_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.cluster_id is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o1 = new(_FetchRequest_ReplicaState)
+                        o1.replica_id, o1.replica_epoch, k = _S_13.unpack_from(buf, p)
+                        p += 12
+                        if k == 0:
                             p += 1
+                            o1.unknown_tags = None
                         else:
                             n, p = read_uvarint(buf, p)
-                            n -= 1
-                        if n < 0:
-                            o.cluster_id = None
-                        else:
-                            q = p + n
-                            if q > len(buf):
-                                raise DecodeError('FetchRequest', 15, p, 'ClusterId runs past the frame')
-                            o.cluster_id = str(buf[p:q], 'utf-8')
-                            p = q
-                        buf = whole
-                        if not (o.cluster_id is not None):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.replica_state, p = _d_FetchRequest_ReplicaState_15(buf, p)
-                        buf = whole
-                        if not (o.replica_state is not None and _nd_FetchRequest_ReplicaState(o.replica_state)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                            u1 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 15, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t1, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q1 = p + s
+                                    if q1 > end:
+                                        raise DecodeError('FetchRequest', 15, p, 'tagged field runs past the frame')
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[p:q1])))
+                                    p = q1
+                            o1.unknown_tags = u1
+                        o0.replica_state = o1
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.replica_state is not None and _nd_FetchRequest_ReplicaState(o0.replica_state)):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_16(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
-        p += 32
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_16(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 16, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 16, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_16(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_16(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 16, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 16, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ReplicaState_16(buf, p):
-    o = new(_FetchRequest_ReplicaState)
-    try:
-        o.replica_id, o.replica_epoch = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_16(buf, p):
-    o = new(FetchRequest)
-    o.replica_id = -1
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
+    end = len(buf)
     try:
-        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_11.unpack_from(buf, p)
+        o0 = new(FetchRequest)
+        o0.replica_id = -1
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, k = _S_12.unpack_from(buf, p)
         p += 21
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2350,14 +2069,78 @@ def _d_FetchRequest_16(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 16, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 16, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_16(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchRequest', 16, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 16, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, k = _S_10.unpack_from(buf, p)
+                        p += 32
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2367,255 +2150,181 @@ def _d_FetchRequest_16(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 16, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 16, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_16(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 16, p, 'null string in RackId')
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 16, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('FetchRequest', 16, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FetchRequest', 16, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FetchRequest', 16, p, 'null string in RackId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FetchRequest', 16, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        n = buf[p] - 1
-                        if n < 127:
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('FetchRequest', 16, p, 'ClusterId runs past the frame')
+                            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o0.cluster_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('FetchRequest', 16, p, 'ClusterId runs past the frame')
+                                o0.cluster_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.cluster_id is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o1 = new(_FetchRequest_ReplicaState)
+                        o1.replica_id, o1.replica_epoch, k = _S_13.unpack_from(buf, p)
+                        p += 12
+                        if k == 0:
                             p += 1
+                            o1.unknown_tags = None
                         else:
                             n, p = read_uvarint(buf, p)
-                            n -= 1
-                        if n < 0:
-                            o.cluster_id = None
-                        else:
-                            q = p + n
-                            if q > len(buf):
-                                raise DecodeError('FetchRequest', 16, p, 'ClusterId runs past the frame')
-                            o.cluster_id = str(buf[p:q], 'utf-8')
-                            p = q
-                        buf = whole
-                        if not (o.cluster_id is not None):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.replica_state, p = _d_FetchRequest_ReplicaState_16(buf, p)
-                        buf = whole
-                        if not (o.replica_state is not None and _nd_FetchRequest_ReplicaState(o.replica_state)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                            u1 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 16, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t1, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q1 = p + s
+                                    if q1 > end:
+                                        raise DecodeError('FetchRequest', 16, p, 'tagged field runs past the frame')
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[p:q1])))
+                                    p = q1
+                            o1.unknown_tags = u1
+                        o0.replica_state = o1
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.replica_state is not None and _nd_FetchRequest_ReplicaState(o0.replica_state)):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_17(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.high_watermark = 9223372036854775807
-    o.replica_directory_id = ZERO_UUID
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
-        p += 32
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.replica_directory_id, = _S_10.unpack_from(buf, p)
-                        p += 16
-                        buf = whole
-                        if not (o.replica_directory_id != ZERO_UUID):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_17(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 17, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 17, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_17(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_17(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 17, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 17, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ReplicaState_17(buf, p):
-    o = new(_FetchRequest_ReplicaState)
-    try:
-        o.replica_id, o.replica_epoch = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_17(buf, p):
-    o = new(FetchRequest)
-    o.replica_id = -1
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
+    end = len(buf)
     try:
-        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_11.unpack_from(buf, p)
+        o0 = new(FetchRequest)
+        o0.replica_id = -1
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, k = _S_12.unpack_from(buf, p)
         p += 21
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2623,14 +2332,91 @@ def _d_FetchRequest_17(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 17, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 17, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_17(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchRequest', 17, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 17, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.high_watermark = 9223372036854775807
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, k = _S_10.unpack_from(buf, p)
+                        p += 32
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o2.replica_directory_id, = _S_14.unpack_from(buf, p)
+                                        p += 16
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.replica_directory_id != ZERO_UUID):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2640,265 +2426,181 @@ def _d_FetchRequest_17(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 17, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 17, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_17(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 17, p, 'null string in RackId')
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 17, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('FetchRequest', 17, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FetchRequest', 17, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FetchRequest', 17, p, 'null string in RackId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FetchRequest', 17, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        n = buf[p] - 1
-                        if n < 127:
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('FetchRequest', 17, p, 'ClusterId runs past the frame')
+                            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o0.cluster_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('FetchRequest', 17, p, 'ClusterId runs past the frame')
+                                o0.cluster_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.cluster_id is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o1 = new(_FetchRequest_ReplicaState)
+                        o1.replica_id, o1.replica_epoch, k = _S_13.unpack_from(buf, p)
+                        p += 12
+                        if k == 0:
                             p += 1
+                            o1.unknown_tags = None
                         else:
                             n, p = read_uvarint(buf, p)
-                            n -= 1
-                        if n < 0:
-                            o.cluster_id = None
-                        else:
-                            q = p + n
-                            if q > len(buf):
-                                raise DecodeError('FetchRequest', 17, p, 'ClusterId runs past the frame')
-                            o.cluster_id = str(buf[p:q], 'utf-8')
-                            p = q
-                        buf = whole
-                        if not (o.cluster_id is not None):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.replica_state, p = _d_FetchRequest_ReplicaState_17(buf, p)
-                        buf = whole
-                        if not (o.replica_state is not None and _nd_FetchRequest_ReplicaState(o.replica_state)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                            u1 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 17, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t1, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q1 = p + s
+                                    if q1 > end:
+                                        raise DecodeError('FetchRequest', 17, p, 'tagged field runs past the frame')
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[p:q1])))
+                                    p = q1
+                            o1.unknown_tags = u1
+                        o0.replica_state = o1
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.replica_state is not None and _nd_FetchRequest_ReplicaState(o0.replica_state)):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchPartition_18(buf, p):
-    o = new(_FetchRequest_FetchPartition)
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_9.unpack_from(buf, p)
-        p += 32
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.replica_directory_id, = _S_10.unpack_from(buf, p)
-                        p += 16
-                        buf = whole
-                        if not (o.replica_directory_id != ZERO_UUID):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.high_watermark, = _S_13.unpack_from(buf, p)
-                        p += 8
-                        buf = whole
-                        if not (o.high_watermark != 9223372036854775807):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_FetchTopic_18(buf, p):
-    o = new(_FetchRequest_FetchTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 18, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchRequest', 18, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchRequest_FetchPartition_18(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ForgottenTopic_18(buf, p):
-    o = new(_FetchRequest_ForgottenTopic)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 18, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('FetchRequest', 18, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchRequest_ReplicaState_18(buf, p):
-    o = new(_FetchRequest_ReplicaState)
-    try:
-        o.replica_id, o.replica_epoch = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchRequest_18(buf, p):
-    o = new(FetchRequest)
-    o.replica_id = -1
-    o.cluster_id = None
-    o.replica_state = _FetchRequest_ReplicaState()
+    end = len(buf)
     try:
-        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_11.unpack_from(buf, p)
+        o0 = new(FetchRequest)
+        o0.replica_id = -1
+        o0.cluster_id = None
+        o0.replica_state = _FetchRequest_ReplicaState()
+        o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch, k = _S_12.unpack_from(buf, p)
         p += 21
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2906,14 +2608,103 @@ def _d_FetchRequest_18(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 18, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 18, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_FetchTopic_18(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_FetchRequest_FetchTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchRequest', 18, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchRequest', 18, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchRequest_FetchPartition)
+                        o2.replica_directory_id = ZERO_UUID
+                        o2.high_watermark = 9223372036854775807
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, k = _S_10.unpack_from(buf, p)
+                        p += 32
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o2.replica_directory_id, = _S_14.unpack_from(buf, p)
+                                        p += 16
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.replica_directory_id != ZERO_UUID):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 1:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o2.high_watermark, = _S_15.unpack_from(buf, p)
+                                        p += 8
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.high_watermark != 9223372036854775807):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2923,83 +2714,169 @@ def _d_FetchRequest_18(buf, p):
         if n < 0:
             raise DecodeError('FetchRequest', 18, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchRequest', 18, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchRequest_ForgottenTopic_18(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchRequest', 18, p, 'null string in RackId')
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_FetchRequest_ForgottenTopic)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchRequest', 18, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('FetchRequest', 18, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FetchRequest', 18, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FetchRequest', 18, p, 'null string in RackId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FetchRequest', 18, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        n = buf[p] - 1
-                        if n < 127:
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('FetchRequest', 18, p, 'ClusterId runs past the frame')
+                            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o0.cluster_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('FetchRequest', 18, p, 'ClusterId runs past the frame')
+                                o0.cluster_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.cluster_id is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o1 = new(_FetchRequest_ReplicaState)
+                        o1.replica_id, o1.replica_epoch, k = _S_13.unpack_from(buf, p)
+                        p += 12
+                        if k == 0:
                             p += 1
+                            o1.unknown_tags = None
                         else:
                             n, p = read_uvarint(buf, p)
-                            n -= 1
-                        if n < 0:
-                            o.cluster_id = None
-                        else:
-                            q = p + n
-                            if q > len(buf):
-                                raise DecodeError('FetchRequest', 18, p, 'ClusterId runs past the frame')
-                            o.cluster_id = str(buf[p:q], 'utf-8')
-                            p = q
-                        buf = whole
-                        if not (o.cluster_id is not None):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.replica_state, p = _d_FetchRequest_ReplicaState_18(buf, p)
-                        buf = whole
-                        if not (o.replica_state is not None and _nd_FetchRequest_ReplicaState(o.replica_state)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                            u1 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchRequest', 18, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t1, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q1 = p + s
+                                    if q1 > end:
+                                        raise DecodeError('FetchRequest', 18, p, 'tagged field runs past the frame')
+                                    if u1 is None:
+                                        u1 = []
+                                    u1.append((t1, bytes(buf[p:q1])))
+                                    p = q1
+                            o1.unknown_tags = u1
+                        o0.replica_state = o1
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.replica_state is not None and _nd_FetchRequest_ReplicaState(o0.replica_state)):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchRequest', 18, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_FetchRequest_FetchPartition_0(o, b, h):
     b += _S_3.pack(o.partition, o.fetch_offset, o.partition_max_bytes)
@@ -3007,31 +2884,31 @@ def _e_FetchRequest_FetchPartition_0(o, b, h):
 def _e_FetchRequest_FetchTopic_0(o, b, h):
     s = o.topic
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchPartition_0(e, b, h)
 
 def _e_FetchRequest_0(o, b, h):
-    b += _S_0.pack(o.replica_id, o.max_wait_ms, o.min_bytes)
+    b += _S_16.pack(o.replica_id, o.max_wait_ms, o.min_bytes)
     lst = o.topics
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchTopic_0(e, b, h)
 
 def _e_FetchRequest_3(o, b, h):
-    b += _S_4.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
+    b += _S_0.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes)
     lst = o.topics
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchTopic_0(e, b, h)
 
 def _e_FetchRequest_4(o, b, h):
-    b += _S_5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    b += _S_17.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     lst = o.topics
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchTopic_0(e, b, h)
 
@@ -3041,37 +2918,37 @@ def _e_FetchRequest_FetchPartition_5(o, b, h):
 def _e_FetchRequest_FetchTopic_5(o, b, h):
     s = o.topic
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchPartition_5(e, b, h)
 
 def _e_FetchRequest_5(o, b, h):
-    b += _S_5.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    b += _S_17.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     lst = o.topics
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchTopic_5(e, b, h)
 
 def _e_FetchRequest_ForgottenTopic_7(o, b, h):
     s = o.topic
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
 
 def _e_FetchRequest_7(o, b, h):
-    b += _S_7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    b += _S_18.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     lst = o.topics
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchTopic_5(e, b, h)
     lst = o.forgotten_topics_data
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_ForgottenTopic_7(e, b, h)
 
@@ -3081,41 +2958,41 @@ def _e_FetchRequest_FetchPartition_9(o, b, h):
 def _e_FetchRequest_FetchTopic_9(o, b, h):
     s = o.topic
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchPartition_9(e, b, h)
 
 def _e_FetchRequest_9(o, b, h):
-    b += _S_7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    b += _S_18.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     lst = o.topics
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchTopic_9(e, b, h)
     lst = o.forgotten_topics_data
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_ForgottenTopic_7(e, b, h)
 
 def _e_FetchRequest_11(o, b, h):
-    b += _S_7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    b += _S_18.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     lst = o.topics
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_FetchTopic_9(e, b, h)
     lst = o.forgotten_topics_data
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchRequest_ForgottenTopic_7(e, b, h)
     s = o.rack_id
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
 
 def _e_FetchRequest_FetchPartition_12(o, b, h):
-    b += _S_9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    b += _S_19.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -3168,7 +3045,7 @@ def _e_FetchRequest_ForgottenTopic_12(o, b, h):
         b.append(0)
 
 def _e_FetchRequest_12(o, b, h):
-    b += _S_7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    b += _S_18.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -3216,7 +3093,7 @@ def _e_FetchRequest_12(o, b, h):
     _write_tags(b, tg)
 
 def _e_FetchRequest_FetchTopic_13(o, b, h):
-    b += _S_10.pack(o.topic_id)
+    b += _S_14.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -3232,7 +3109,7 @@ def _e_FetchRequest_FetchTopic_13(o, b, h):
         b.append(0)
 
 def _e_FetchRequest_ForgottenTopic_13(o, b, h):
-    b += _S_10.pack(o.topic_id)
+    b += _S_14.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -3247,7 +3124,7 @@ def _e_FetchRequest_ForgottenTopic_13(o, b, h):
         b.append(0)
 
 def _e_FetchRequest_13(o, b, h):
-    b += _S_7.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    b += _S_18.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -3295,7 +3172,7 @@ def _e_FetchRequest_13(o, b, h):
     _write_tags(b, tg)
 
 def _e_FetchRequest_ReplicaState_15(o, b, h):
-    b += _S_12.pack(o.replica_id, o.replica_epoch)
+    b += _S_21.pack(o.replica_id, o.replica_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -3303,7 +3180,7 @@ def _e_FetchRequest_ReplicaState_15(o, b, h):
         b.append(0)
 
 def _e_FetchRequest_15(o, b, h):
-    b += _S_11.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    b += _S_20.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -3356,13 +3233,13 @@ def _e_FetchRequest_15(o, b, h):
     _write_tags(b, tg)
 
 def _e_FetchRequest_FetchPartition_17(o, b, h):
-    b += _S_9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    b += _S_19.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     u = o.unknown_tags
     tg = []
     x = o.replica_directory_id
     if x != ZERO_UUID:
         t = bytearray()
-        t += _S_10.pack(x)
+        t += _S_14.pack(x)
         tg.append((0, t))
     if u:
         tg.extend(u)
@@ -3370,7 +3247,7 @@ def _e_FetchRequest_FetchPartition_17(o, b, h):
     _write_tags(b, tg)
 
 def _e_FetchRequest_FetchTopic_17(o, b, h):
-    b += _S_10.pack(o.topic_id)
+    b += _S_14.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -3386,7 +3263,7 @@ def _e_FetchRequest_FetchTopic_17(o, b, h):
         b.append(0)
 
 def _e_FetchRequest_17(o, b, h):
-    b += _S_11.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    b += _S_20.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -3439,18 +3316,18 @@ def _e_FetchRequest_17(o, b, h):
     _write_tags(b, tg)
 
 def _e_FetchRequest_FetchPartition_18(o, b, h):
-    b += _S_9.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
+    b += _S_19.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     u = o.unknown_tags
     tg = []
     x = o.replica_directory_id
     if x != ZERO_UUID:
         t = bytearray()
-        t += _S_10.pack(x)
+        t += _S_14.pack(x)
         tg.append((0, t))
     x = o.high_watermark
     if x != 9223372036854775807:
         t = bytearray()
-        t += _S_13.pack(x)
+        t += _S_15.pack(x)
         tg.append((1, t))
     if u:
         tg.extend(u)
@@ -3458,7 +3335,7 @@ def _e_FetchRequest_FetchPartition_18(o, b, h):
     _write_tags(b, tg)
 
 def _e_FetchRequest_FetchTopic_18(o, b, h):
-    b += _S_10.pack(o.topic_id)
+    b += _S_14.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -3474,7 +3351,7 @@ def _e_FetchRequest_FetchTopic_18(o, b, h):
         b.append(0)
 
 def _e_FetchRequest_18(o, b, h):
-    b += _S_11.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
+    b += _S_20.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -3650,1453 +3527,926 @@ FetchResponse.PartitionData = _FetchResponse_PartitionData
 FetchResponse.FetchableTopicResponse = _FetchResponse_FetchableTopicResponse
 FetchResponse.NodeEndpoint = _FetchResponse_NodeEndpoint
 
-def _d_FetchResponse_PartitionData_0(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.last_stable_offset = -1
-    o.log_start_offset = -1
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.aborted_transactions = []
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark = _S_14.unpack_from(buf, p)
-        p += 14
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 0, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_0(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_FetchResponse_0(buf, p):
-    o = new(FetchResponse)
-    o.throttle_time_ms = 0
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(FetchResponse)
+        o0.throttle_time_ms = 0
+        o0.error_code = 0
+        o0.session_id = 0
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('FetchResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_0(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.last_stable_offset = -1
+                        o2.log_start_offset = -1
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.aborted_transactions = []
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, n = _S_22.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 0, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_1(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.last_stable_offset = -1
-    o.log_start_offset = -1
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.aborted_transactions = []
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark = _S_14.unpack_from(buf, p)
-        p += 14
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 1, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_1(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_1(buf, p):
-    o = new(FetchResponse)
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.error_code = 0
+        o0.session_id = 0
+        o0.node_endpoints = []
+        o0.throttle_time_ms, n = _S_23.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('FetchResponse', 1, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 1, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_1(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.last_stable_offset = -1
+                        o2.log_start_offset = -1
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.aborted_transactions = []
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, n = _S_22.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 1, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_2(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.last_stable_offset = -1
-    o.log_start_offset = -1
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.aborted_transactions = []
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark = _S_14.unpack_from(buf, p)
-        p += 14
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 2, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_2(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_2(buf, p):
-    o = new(FetchResponse)
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.error_code = 0
+        o0.session_id = 0
+        o0.node_endpoints = []
+        o0.throttle_time_ms, n = _S_23.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('FetchResponse', 2, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 2, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_2(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 2, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.last_stable_offset = -1
+                        o2.log_start_offset = -1
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.aborted_transactions = []
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, n = _S_22.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 2, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_3(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.last_stable_offset = -1
-    o.log_start_offset = -1
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.aborted_transactions = []
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark = _S_14.unpack_from(buf, p)
-        p += 14
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 3, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_3(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 3, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 3, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_3(buf, p):
-    o = new(FetchResponse)
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.error_code = 0
+        o0.session_id = 0
+        o0.node_endpoints = []
+        o0.throttle_time_ms, n = _S_23.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('FetchResponse', 3, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 3, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_3(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 3, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 3, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.last_stable_offset = -1
+                        o2.log_start_offset = -1
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.aborted_transactions = []
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, n = _S_22.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 3, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_4(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_4(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.log_start_offset = -1
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset = _S_15.unpack_from(buf, p)
-        p += 22
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 4, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_4(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 4, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_4(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 4, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 4, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_4(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_4(buf, p):
-    o = new(FetchResponse)
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.error_code = 0
+        o0.session_id = 0
+        o0.node_endpoints = []
+        o0.throttle_time_ms, n = _S_23.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('FetchResponse', 4, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 4, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_4(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 4, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 4, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.log_start_offset = -1
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, n = _S_24.unpack_from(buf, p)
+                        p += 26
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 4, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
+                                p += 16
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 4, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_5(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_5(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 5, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_5(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 5, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_5(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 5, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 5, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_5(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_5(buf, p):
-    o = new(FetchResponse)
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.error_code = 0
+        o0.session_id = 0
+        o0.node_endpoints = []
+        o0.throttle_time_ms, n = _S_23.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('FetchResponse', 5, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 5, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_5(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 5, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 5, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n = _S_26.unpack_from(buf, p)
+                        p += 34
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 5, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
+                                p += 16
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 5, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_6(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_6(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 6, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_6(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 6, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_6(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 6, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 6, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 6, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 6, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_6(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_6(buf, p):
-    o = new(FetchResponse)
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.error_code = 0
+        o0.session_id = 0
+        o0.node_endpoints = []
+        o0.throttle_time_ms, n = _S_23.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('FetchResponse', 6, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 6, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_6(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 6, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 6, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n = _S_26.unpack_from(buf, p)
+                        p += 34
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 6, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
+                                p += 16
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 6, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_7(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_7(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 7, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_7(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 7, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_7(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 7, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 7, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 7, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 7, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_7(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_7(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
-        p += 10
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, n = _S_27.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('FetchResponse', 7, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 7, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_7(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 7, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 7, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 7, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 7, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n = _S_26.unpack_from(buf, p)
+                        p += 34
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 7, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
+                                p += 16
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 7, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_8(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_8(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 8, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_8(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 8, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_8(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 8, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 8, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 8, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 8, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_8(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_8(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
-        p += 10
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, n = _S_27.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('FetchResponse', 8, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 8, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_8(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 8, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 8, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 8, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 8, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n = _S_26.unpack_from(buf, p)
+                        p += 34
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 8, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
+                                p += 16
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 8, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_9(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_9(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 9, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_9(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 9, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_9(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 9, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 9, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 9, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 9, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_9(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_9(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
-        p += 10
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, n = _S_27.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('FetchResponse', 9, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 9, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_9(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 9, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 9, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 9, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 9, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n = _S_26.unpack_from(buf, p)
+                        p += 34
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 9, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
+                                p += 16
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 9, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_10(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_10(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    o.preferred_read_replica = -1
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 10, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_10(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 10, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_10(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 10, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 10, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 10, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 10, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_10(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_10(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
-        p += 10
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, n = _S_27.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('FetchResponse', 10, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 10, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_10(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 10, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 10, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 10, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 10, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.preferred_read_replica = -1
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n = _S_26.unpack_from(buf, p)
+                        p += 34
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 10, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
+                                p += 16
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 10, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_11(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_11(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 11, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_11(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        o.preferred_read_replica, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 11, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_11(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('FetchResponse', 11, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 11, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('FetchResponse', 11, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 11, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_11(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_11(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
-        p += 10
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, n = _S_27.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('FetchResponse', 11, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 11, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_11(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('FetchResponse', 11, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('FetchResponse', 11, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('FetchResponse', 11, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 11, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n = _S_26.unpack_from(buf, p)
+                        p += 34
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 11, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
+                                p += 16
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        o2.preferred_read_replica, n = _S_23.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 11, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_12(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_EpochEndOffset_12(buf, p):
-    o = new(_FetchResponse_EpochEndOffset)
-    try:
-        o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_LeaderIdAndEpoch_12(buf, p):
-    o = new(_FetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_SnapshotId_12(buf, p):
-    o = new(_FetchResponse_SnapshotId)
-    try:
-        o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_12(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_12(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        o.preferred_read_replica, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 12, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_12(buf, p)
-                        buf = whole
-                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_12(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_12(buf, p)
-                        buf = whole
-                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_12(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 12, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 12, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 12, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 12, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_12(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_12(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, k = _S_28.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -5104,302 +4454,290 @@ def _d_FetchResponse_12(buf, p):
         if n < 0:
             raise DecodeError('FetchResponse', 12, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 12, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_12(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FetchResponse', 12, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FetchResponse', 12, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FetchResponse', 12, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchResponse', 12, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 12, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, k = _S_29.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 12, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
+                                p += 16
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 12, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_EpochEndOffset)
+                                        o3.epoch, o3.end_offset, k = _S_13.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.diverging_epoch = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o2.diverging_epoch)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 1:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_32.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 2:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_SnapshotId)
+                                        o3.end_offset, o3.epoch, k = _S_33.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.snapshot_id = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o2.snapshot_id)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchResponse', 12, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_13(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_EpochEndOffset_13(buf, p):
-    o = new(_FetchResponse_EpochEndOffset)
-    try:
-        o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_LeaderIdAndEpoch_13(buf, p):
-    o = new(_FetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_SnapshotId_13(buf, p):
-    o = new(_FetchResponse_SnapshotId)
-    try:
-        o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_13(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_13(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        o.preferred_read_replica, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 13, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_13(buf, p)
-                        buf = whole
-                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_13(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_13(buf, p)
-                        buf = whole
-                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_13(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 13, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 13, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_13(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_13(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, k = _S_28.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -5407,302 +4745,270 @@ def _d_FetchResponse_13(buf, p):
         if n < 0:
             raise DecodeError('FetchResponse', 13, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 13, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_13(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchResponse', 13, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 13, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, k = _S_29.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 13, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
+                                p += 16
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 13, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_EpochEndOffset)
+                                        o3.epoch, o3.end_offset, k = _S_13.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.diverging_epoch = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o2.diverging_epoch)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 1:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_32.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 2:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_SnapshotId)
+                                        o3.end_offset, o3.epoch, k = _S_33.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.snapshot_id = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o2.snapshot_id)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchResponse', 13, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_14(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_EpochEndOffset_14(buf, p):
-    o = new(_FetchResponse_EpochEndOffset)
-    try:
-        o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_LeaderIdAndEpoch_14(buf, p):
-    o = new(_FetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_SnapshotId_14(buf, p):
-    o = new(_FetchResponse_SnapshotId)
-    try:
-        o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_14(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_14(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        o.preferred_read_replica, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 14, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_14(buf, p)
-                        buf = whole
-                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_14(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_14(buf, p)
-                        buf = whole
-                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_14(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 14, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 14, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_14(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_14(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, k = _S_28.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -5710,302 +5016,270 @@ def _d_FetchResponse_14(buf, p):
         if n < 0:
             raise DecodeError('FetchResponse', 14, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 14, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_14(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchResponse', 14, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 14, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, k = _S_29.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 14, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
+                                p += 16
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 14, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_EpochEndOffset)
+                                        o3.epoch, o3.end_offset, k = _S_13.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.diverging_epoch = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o2.diverging_epoch)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 1:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_32.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 2:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_SnapshotId)
+                                        o3.end_offset, o3.epoch, k = _S_33.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.snapshot_id = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o2.snapshot_id)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchResponse', 14, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchResponse', 14, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 14, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_15(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_EpochEndOffset_15(buf, p):
-    o = new(_FetchResponse_EpochEndOffset)
-    try:
-        o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_LeaderIdAndEpoch_15(buf, p):
-    o = new(_FetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_SnapshotId_15(buf, p):
-    o = new(_FetchResponse_SnapshotId)
-    try:
-        o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_15(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_15(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        o.preferred_read_replica, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 15, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_15(buf, p)
-                        buf = whole
-                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_15(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_15(buf, p)
-                        buf = whole
-                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_15(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 15, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 15, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_15(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_15(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, k = _S_28.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -6013,361 +5287,270 @@ def _d_FetchResponse_15(buf, p):
         if n < 0:
             raise DecodeError('FetchResponse', 15, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 15, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_15(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchResponse', 15, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 15, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, k = _S_29.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 15, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
+                                p += 16
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 15, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_EpochEndOffset)
+                                        o3.epoch, o3.end_offset, k = _S_13.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.diverging_epoch = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o2.diverging_epoch)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 1:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_32.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 2:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_SnapshotId)
+                                        o3.end_offset, o3.epoch, k = _S_33.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.snapshot_id = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o2.snapshot_id)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchResponse', 15, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchResponse', 15, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 15, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_16(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_EpochEndOffset_16(buf, p):
-    o = new(_FetchResponse_EpochEndOffset)
-    try:
-        o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_LeaderIdAndEpoch_16(buf, p):
-    o = new(_FetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_SnapshotId_16(buf, p):
-    o = new(_FetchResponse_SnapshotId)
-    try:
-        o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_16(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_16(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        o.preferred_read_replica, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 16, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_16(buf, p)
-                        buf = whole
-                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_16(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_16(buf, p)
-                        buf = whole
-                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_16(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 16, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 16, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_16(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_NodeEndpoint_16(buf, p):
-    o = new(_FetchResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 16, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 16, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 16, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_16(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, k = _S_28.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -6375,32 +5558,256 @@ def _d_FetchResponse_16(buf, p):
         if n < 0:
             raise DecodeError('FetchResponse', 16, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 16, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_16(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchResponse', 16, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 16, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, k = _S_29.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 16, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
+                                p += 16
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 16, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_EpochEndOffset)
+                                        o3.epoch, o3.end_offset, k = _S_13.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.diverging_epoch = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o2.diverging_epoch)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 1:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_32.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 2:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_SnapshotId)
+                                        o3.end_offset, o3.epoch, k = _S_33.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.snapshot_id = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o2.snapshot_id)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -6410,352 +5817,105 @@ def _d_FetchResponse_16(buf, p):
                         if n < 0:
                             raise DecodeError('FetchResponse', 16, p, 'null array in NodeEndpoints')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('FetchResponse', 16, p, 'array NodeEndpoints longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_FetchResponse_NodeEndpoint_16(buf, p)
-                                app(e)
-                            o.node_endpoints = lst
-                        buf = whole
-                        if not (o.node_endpoints):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                                o1 = new(_FetchResponse_NodeEndpoint)
+                                o1.node_id, k = _S_31.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('FetchResponse', 16, p, 'Host runs past the frame')
+                                    o1.host = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('FetchResponse', 16, p, 'null string in Host')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('FetchResponse', 16, p, 'Host runs past the frame')
+                                        o1.host = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.port, k = _S_31.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('FetchResponse', 16, p, 'Rack runs past the frame')
+                                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.rack = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('FetchResponse', 16, p, 'Rack runs past the frame')
+                                        o1.rack = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 16, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('FetchResponse', 16, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.node_endpoints = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.node_endpoints):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 16, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_17(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_EpochEndOffset_17(buf, p):
-    o = new(_FetchResponse_EpochEndOffset)
-    try:
-        o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_LeaderIdAndEpoch_17(buf, p):
-    o = new(_FetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_SnapshotId_17(buf, p):
-    o = new(_FetchResponse_SnapshotId)
-    try:
-        o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_17(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_17(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        o.preferred_read_replica, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 17, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_17(buf, p)
-                        buf = whole
-                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_17(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_17(buf, p)
-                        buf = whole
-                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_17(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 17, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 17, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_17(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_NodeEndpoint_17(buf, p):
-    o = new(_FetchResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 17, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 17, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 17, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_17(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, k = _S_28.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -6763,32 +5923,256 @@ def _d_FetchResponse_17(buf, p):
         if n < 0:
             raise DecodeError('FetchResponse', 17, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 17, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_17(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchResponse', 17, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 17, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, k = _S_29.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 17, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
+                                p += 16
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 17, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_EpochEndOffset)
+                                        o3.epoch, o3.end_offset, k = _S_13.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.diverging_epoch = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o2.diverging_epoch)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 1:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_32.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 2:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_SnapshotId)
+                                        o3.end_offset, o3.epoch, k = _S_33.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.snapshot_id = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o2.snapshot_id)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -6798,352 +6182,105 @@ def _d_FetchResponse_17(buf, p):
                         if n < 0:
                             raise DecodeError('FetchResponse', 17, p, 'null array in NodeEndpoints')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('FetchResponse', 17, p, 'array NodeEndpoints longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_FetchResponse_NodeEndpoint_17(buf, p)
-                                app(e)
-                            o.node_endpoints = lst
-                        buf = whole
-                        if not (o.node_endpoints):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                                o1 = new(_FetchResponse_NodeEndpoint)
+                                o1.node_id, k = _S_31.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('FetchResponse', 17, p, 'Host runs past the frame')
+                                    o1.host = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('FetchResponse', 17, p, 'null string in Host')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('FetchResponse', 17, p, 'Host runs past the frame')
+                                        o1.host = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.port, k = _S_31.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('FetchResponse', 17, p, 'Rack runs past the frame')
+                                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.rack = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('FetchResponse', 17, p, 'Rack runs past the frame')
+                                        o1.rack = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 17, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('FetchResponse', 17, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.node_endpoints = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.node_endpoints):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 17, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_AbortedTransaction_18(buf, p):
-    o = new(_FetchResponse_AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_16.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_EpochEndOffset_18(buf, p):
-    o = new(_FetchResponse_EpochEndOffset)
-    try:
-        o.epoch, o.end_offset = _S_12.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_LeaderIdAndEpoch_18(buf, p):
-    o = new(_FetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_19.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_SnapshotId_18(buf, p):
-    o = new(_FetchResponse_SnapshotId)
-    try:
-        o.end_offset, o.epoch = _S_20.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_PartitionData_18(buf, p):
-    o = new(_FetchResponse_PartitionData)
-    o.diverging_epoch = _FetchResponse_EpochEndOffset()
-    o.current_leader = _FetchResponse_LeaderIdAndEpoch()
-    o.snapshot_id = _FetchResponse_SnapshotId()
-    try:
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_17.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.aborted_transactions = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'array AbortedTransactions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_AbortedTransaction_18(buf, p)
-                app(e)
-            o.aborted_transactions = lst
-        o.preferred_read_replica, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 18, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.diverging_epoch, p = _d_FetchResponse_EpochEndOffset_18(buf, p)
-                        buf = whole
-                        if not (o.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o.diverging_epoch)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_FetchResponse_LeaderIdAndEpoch_18(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.snapshot_id, p = _d_FetchResponse_SnapshotId_18(buf, p)
-                        buf = whole
-                        if not (o.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o.snapshot_id)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_FetchableTopicResponse_18(buf, p):
-    o = new(_FetchResponse_FetchableTopicResponse)
-    o.topic = ''
-    try:
-        o.topic_id, = _S_10.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 18, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('FetchResponse', 18, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_FetchResponse_PartitionData_18(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
-    return o, p
-
-def _d_FetchResponse_NodeEndpoint_18(buf, p):
-    o = new(_FetchResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FetchResponse', 18, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 18, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FetchResponse', 18, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FetchResponse_18(buf, p):
-    o = new(FetchResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.session_id = _S_18.unpack_from(buf, p)
+        o0 = new(FetchResponse)
+        o0.node_endpoints = []
+        o0.throttle_time_ms, o0.error_code, o0.session_id, k = _S_28.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -7151,32 +6288,256 @@ def _d_FetchResponse_18(buf, p):
         if n < 0:
             raise DecodeError('FetchResponse', 18, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FetchResponse', 18, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FetchResponse_FetchableTopicResponse_18(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_FetchResponse_FetchableTopicResponse)
+                o1.topic = ''
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('FetchResponse', 18, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('FetchResponse', 18, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_FetchResponse_PartitionData)
+                        o2.diverging_epoch = _FetchResponse_EpochEndOffset()
+                        o2.current_leader = _FetchResponse_LeaderIdAndEpoch()
+                        o2.snapshot_id = _FetchResponse_SnapshotId()
+                        o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, k = _S_29.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            if n > end - p:
+                                raise DecodeError('FetchResponse', 18, p, 'array AbortedTransactions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_FetchResponse_AbortedTransaction)
+                                o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
+                                p += 16
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.aborted_transactions = lst2
+                        o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('FetchResponse', 18, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_EpochEndOffset)
+                                        o3.epoch, o3.end_offset, k = _S_13.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.diverging_epoch = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.diverging_epoch is not None and _nd_FetchResponse_EpochEndOffset(o2.diverging_epoch)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 1:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_32.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_FetchResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    elif t2 == 2:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_FetchResponse_SnapshotId)
+                                        o3.end_offset, o3.epoch, k = _S_33.unpack_from(buf, p)
+                                        p += 12
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.snapshot_id = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.snapshot_id is not None and _nd_FetchResponse_SnapshotId(o2.snapshot_id)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -7186,36 +6547,103 @@ def _d_FetchResponse_18(buf, p):
                         if n < 0:
                             raise DecodeError('FetchResponse', 18, p, 'null array in NodeEndpoints')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('FetchResponse', 18, p, 'array NodeEndpoints longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_FetchResponse_NodeEndpoint_18(buf, p)
-                                app(e)
-                            o.node_endpoints = lst
-                        buf = whole
-                        if not (o.node_endpoints):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                                o1 = new(_FetchResponse_NodeEndpoint)
+                                o1.node_id, k = _S_31.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('FetchResponse', 18, p, 'Host runs past the frame')
+                                    o1.host = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('FetchResponse', 18, p, 'null string in Host')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('FetchResponse', 18, p, 'Host runs past the frame')
+                                        o1.host = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.port, k = _S_31.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('FetchResponse', 18, p, 'Rack runs past the frame')
+                                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.rack = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('FetchResponse', 18, p, 'Rack runs past the frame')
+                                        o1.rack = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('FetchResponse', 18, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('FetchResponse', 18, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.node_endpoints = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.node_endpoints):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FetchResponse', 18, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_FetchResponse_PartitionData_0(o, b, h):
-    b += _S_14.pack(o.partition_index, o.error_code, o.high_watermark)
+    b += _S_34.pack(o.partition_index, o.error_code, o.high_watermark)
     s = o.records
     if s is None:
         b += b'\xff\xff\xff\xff'
     else:
-        b += _S_1.pack(len(s))
+        b += _S_2.pack(len(s))
         if isinstance(s, _BUFFERS):
             b += s
         else:
@@ -7224,43 +6652,43 @@ def _e_FetchResponse_PartitionData_0(o, b, h):
 def _e_FetchResponse_FetchableTopicResponse_0(o, b, h):
     s = o.topic
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_PartitionData_0(e, b, h)
 
 def _e_FetchResponse_0(o, b, h):
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_FetchableTopicResponse_0(e, b, h)
 
 def _e_FetchResponse_1(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_FetchableTopicResponse_0(e, b, h)
 
 def _e_FetchResponse_AbortedTransaction_4(o, b, h):
-    b += _S_16.pack(o.producer_id, o.first_offset)
+    b += _S_25.pack(o.producer_id, o.first_offset)
 
 def _e_FetchResponse_PartitionData_4(o, b, h):
-    b += _S_15.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
+    b += _S_35.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
     lst = o.aborted_transactions
     if lst is None:
         b += b'\xff\xff\xff\xff'
     else:
-        b += _S_1.pack(len(lst))
+        b += _S_2.pack(len(lst))
         for e in lst:
             _e_FetchResponse_AbortedTransaction_4(e, b, h)
     s = o.records
     if s is None:
         b += b'\xff\xff\xff\xff'
     else:
-        b += _S_1.pack(len(s))
+        b += _S_2.pack(len(s))
         if isinstance(s, _BUFFERS):
             b += s
         else:
@@ -7269,34 +6697,34 @@ def _e_FetchResponse_PartitionData_4(o, b, h):
 def _e_FetchResponse_FetchableTopicResponse_4(o, b, h):
     s = o.topic
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_PartitionData_4(e, b, h)
 
 def _e_FetchResponse_4(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_FetchableTopicResponse_4(e, b, h)
 
 def _e_FetchResponse_PartitionData_5(o, b, h):
-    b += _S_17.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    b += _S_36.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     lst = o.aborted_transactions
     if lst is None:
         b += b'\xff\xff\xff\xff'
     else:
-        b += _S_1.pack(len(lst))
+        b += _S_2.pack(len(lst))
         for e in lst:
             _e_FetchResponse_AbortedTransaction_4(e, b, h)
     s = o.records
     if s is None:
         b += b'\xff\xff\xff\xff'
     else:
-        b += _S_1.pack(len(s))
+        b += _S_2.pack(len(s))
         if isinstance(s, _BUFFERS):
             b += s
         else:
@@ -7305,42 +6733,42 @@ def _e_FetchResponse_PartitionData_5(o, b, h):
 def _e_FetchResponse_FetchableTopicResponse_5(o, b, h):
     s = o.topic
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_PartitionData_5(e, b, h)
 
 def _e_FetchResponse_5(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_FetchableTopicResponse_5(e, b, h)
 
 def _e_FetchResponse_7(o, b, h):
-    b += _S_18.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    b += _S_37.pack(o.throttle_time_ms, o.error_code, o.session_id)
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_FetchableTopicResponse_5(e, b, h)
 
 def _e_FetchResponse_PartitionData_11(o, b, h):
-    b += _S_17.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    b += _S_36.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     lst = o.aborted_transactions
     if lst is None:
         b += b'\xff\xff\xff\xff'
     else:
-        b += _S_1.pack(len(lst))
+        b += _S_2.pack(len(lst))
         for e in lst:
             _e_FetchResponse_AbortedTransaction_4(e, b, h)
-    b += _S_1.pack(o.preferred_read_replica)
+    b += _S_2.pack(o.preferred_read_replica)
     s = o.records
     if s is None:
         b += b'\xff\xff\xff\xff'
     else:
-        b += _S_1.pack(len(s))
+        b += _S_2.pack(len(s))
         if isinstance(s, _BUFFERS):
             b += s
         else:
@@ -7349,22 +6777,22 @@ def _e_FetchResponse_PartitionData_11(o, b, h):
 def _e_FetchResponse_FetchableTopicResponse_11(o, b, h):
     s = o.topic
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_PartitionData_11(e, b, h)
 
 def _e_FetchResponse_11(o, b, h):
-    b += _S_18.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    b += _S_37.pack(o.throttle_time_ms, o.error_code, o.session_id)
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_FetchResponse_FetchableTopicResponse_11(e, b, h)
 
 def _e_FetchResponse_AbortedTransaction_12(o, b, h):
-    b += _S_16.pack(o.producer_id, o.first_offset)
+    b += _S_25.pack(o.producer_id, o.first_offset)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -7372,7 +6800,7 @@ def _e_FetchResponse_AbortedTransaction_12(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_EpochEndOffset_12(o, b, h):
-    b += _S_12.pack(o.epoch, o.end_offset)
+    b += _S_21.pack(o.epoch, o.end_offset)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -7380,7 +6808,7 @@ def _e_FetchResponse_EpochEndOffset_12(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_LeaderIdAndEpoch_12(o, b, h):
-    b += _S_19.pack(o.leader_id, o.leader_epoch)
+    b += _S_23.pack(o.leader_id, o.leader_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -7388,7 +6816,7 @@ def _e_FetchResponse_LeaderIdAndEpoch_12(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_SnapshotId_12(o, b, h):
-    b += _S_20.pack(o.end_offset, o.epoch)
+    b += _S_38.pack(o.end_offset, o.epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -7396,7 +6824,7 @@ def _e_FetchResponse_SnapshotId_12(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_PartitionData_12(o, b, h):
-    b += _S_17.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
+    b += _S_36.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     lst = o.aborted_transactions
     if lst is None:
         b.append(0)
@@ -7408,7 +6836,7 @@ def _e_FetchResponse_PartitionData_12(o, b, h):
             write_uvarint(b, n)
         for e in lst:
             _e_FetchResponse_AbortedTransaction_12(e, b, h)
-    b += _S_1.pack(o.preferred_read_replica)
+    b += _S_2.pack(o.preferred_read_replica)
     s = o.records
     if s is None:
         b.append(0)
@@ -7468,7 +6896,7 @@ def _e_FetchResponse_FetchableTopicResponse_12(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_12(o, b, h):
-    b += _S_18.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    b += _S_37.pack(o.throttle_time_ms, o.error_code, o.session_id)
     lst = o.responses
     n = len(lst) + 1
     if n < 128:
@@ -7484,7 +6912,7 @@ def _e_FetchResponse_12(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_FetchableTopicResponse_13(o, b, h):
-    b += _S_10.pack(o.topic_id)
+    b += _S_14.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -7500,7 +6928,7 @@ def _e_FetchResponse_FetchableTopicResponse_13(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_13(o, b, h):
-    b += _S_18.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    b += _S_37.pack(o.throttle_time_ms, o.error_code, o.session_id)
     lst = o.responses
     n = len(lst) + 1
     if n < 128:
@@ -7516,7 +6944,7 @@ def _e_FetchResponse_13(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_NodeEndpoint_16(o, b, h):
-    b += _S_1.pack(o.node_id)
+    b += _S_2.pack(o.node_id)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -7525,7 +6953,7 @@ def _e_FetchResponse_NodeEndpoint_16(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.port)
+    b += _S_2.pack(o.port)
     s = o.rack
     if s is None:
         b.append(0)
@@ -7544,7 +6972,7 @@ def _e_FetchResponse_NodeEndpoint_16(o, b, h):
         b.append(0)
 
 def _e_FetchResponse_16(o, b, h):
-    b += _S_18.pack(o.throttle_time_ms, o.error_code, o.session_id)
+    b += _S_37.pack(o.throttle_time_ms, o.error_code, o.session_id)
     lst = o.responses
     n = len(lst) + 1
     if n < 128:

@@ -12,14 +12,36 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>h')
 _S_1 = _Struct('>b')
-_S_2 = _Struct('>hi')
-_S_3 = _Struct('>i')
-_S_4 = _Struct('>ih')
+_S_2 = _Struct('>bB')
+_S_3 = _Struct('>hih')
+_S_4 = _Struct('>i')
+_S_5 = _Struct('>ihh')
+_S_6 = _Struct('>ih')
+_S_7 = _Struct('>ihB')
+_S_8 = _Struct('>iB')
+_S_9 = _Struct('>hi')
 
 
 class FindCoordinatorRequest(KafkaMessage):
@@ -40,119 +62,132 @@ class FindCoordinatorRequest(KafkaMessage):
 
 
 def _d_FindCoordinatorRequest_0(buf, p):
-    o = new(FindCoordinatorRequest)
-    o.key_type = 0
-    o.coordinator_keys = []
+    end = len(buf)
     try:
+        o0 = new(FindCoordinatorRequest)
+        o0.key_type = 0
+        o0.coordinator_keys = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('FindCoordinatorRequest', 0, p, 'null string in Key')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FindCoordinatorRequest', 0, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
+            o0.key = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorRequest_1(buf, p):
-    o = new(FindCoordinatorRequest)
-    o.coordinator_keys = []
+    end = len(buf)
     try:
+        o0 = new(FindCoordinatorRequest)
+        o0.coordinator_keys = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('FindCoordinatorRequest', 1, p, 'null string in Key')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FindCoordinatorRequest', 1, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
+            o0.key = str(buf[p:q], 'utf-8')
             p = q
-        o.key_type, = _S_1.unpack_from(buf, p)
+        o0.key_type, = _S_1.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorRequest_2(buf, p):
-    o = new(FindCoordinatorRequest)
-    o.coordinator_keys = []
+    end = len(buf)
     try:
+        o0 = new(FindCoordinatorRequest)
+        o0.coordinator_keys = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('FindCoordinatorRequest', 2, p, 'null string in Key')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FindCoordinatorRequest', 2, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
+            o0.key = str(buf[p:q], 'utf-8')
             p = q
-        o.key_type, = _S_1.unpack_from(buf, p)
+        o0.key_type, = _S_1.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorRequest_3(buf, p):
-    o = new(FindCoordinatorRequest)
-    o.coordinator_keys = []
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FindCoordinatorRequest', 3, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(FindCoordinatorRequest)
+        o0.coordinator_keys = []
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FindCoordinatorRequest', 3, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
+            o0.key = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.key_type, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FindCoordinatorRequest', 3, p, 'null string in Key')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FindCoordinatorRequest', 3, p, 'Key runs past the frame')
+                o0.key = str(buf[p:q], 'utf-8')
+                p = q
+        o0.key_type, k = _S_2.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FindCoordinatorRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FindCoordinatorRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorRequest_4(buf, p):
-    o = new(FindCoordinatorRequest)
-    o.key = ''
+    end = len(buf)
     try:
-        o.key_type, = _S_1.unpack_from(buf, p)
+        o0 = new(FindCoordinatorRequest)
+        o0.key = ''
+        o0.key_type, k = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -160,59 +195,68 @@ def _d_FindCoordinatorRequest_4(buf, p):
         if n < 0:
             raise DecodeError('FindCoordinatorRequest', 4, p, 'null array in CoordinatorKeys')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FindCoordinatorRequest', 4, p, 'array CoordinatorKeys longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('FindCoordinatorRequest', 4, p, 'null string in CoordinatorKeys')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('FindCoordinatorRequest', 4, p, 'CoordinatorKeys runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.coordinator_keys = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorRequest', 4, p, 'null string in CoordinatorKeys')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorRequest', 4, p, 'CoordinatorKeys runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.coordinator_keys = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FindCoordinatorRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FindCoordinatorRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorRequest_5(buf, p):
-    o = new(FindCoordinatorRequest)
-    o.key = ''
+    end = len(buf)
     try:
-        o.key_type, = _S_1.unpack_from(buf, p)
+        o0 = new(FindCoordinatorRequest)
+        o0.key = ''
+        o0.key_type, k = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -220,59 +264,68 @@ def _d_FindCoordinatorRequest_5(buf, p):
         if n < 0:
             raise DecodeError('FindCoordinatorRequest', 5, p, 'null array in CoordinatorKeys')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FindCoordinatorRequest', 5, p, 'array CoordinatorKeys longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('FindCoordinatorRequest', 5, p, 'null string in CoordinatorKeys')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('FindCoordinatorRequest', 5, p, 'CoordinatorKeys runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.coordinator_keys = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorRequest', 5, p, 'null string in CoordinatorKeys')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorRequest', 5, p, 'CoordinatorKeys runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.coordinator_keys = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FindCoordinatorRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FindCoordinatorRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorRequest_6(buf, p):
-    o = new(FindCoordinatorRequest)
-    o.key = ''
+    end = len(buf)
     try:
-        o.key_type, = _S_1.unpack_from(buf, p)
+        o0 = new(FindCoordinatorRequest)
+        o0.key = ''
+        o0.key_type, k = _S_2.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -280,50 +333,58 @@ def _d_FindCoordinatorRequest_6(buf, p):
         if n < 0:
             raise DecodeError('FindCoordinatorRequest', 6, p, 'null array in CoordinatorKeys')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FindCoordinatorRequest', 6, p, 'array CoordinatorKeys longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('FindCoordinatorRequest', 6, p, 'null string in CoordinatorKeys')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('FindCoordinatorRequest', 6, p, 'CoordinatorKeys runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.coordinator_keys = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorRequest', 6, p, 'null string in CoordinatorKeys')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorRequest', 6, p, 'CoordinatorKeys runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.coordinator_keys = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FindCoordinatorRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FindCoordinatorRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_FindCoordinatorRequest_0(o, b, h):
     s = o.key
@@ -419,247 +480,183 @@ class FindCoordinatorResponse(KafkaMessage):
 FindCoordinatorResponse.Coordinator = _FindCoordinatorResponse_Coordinator
 
 def _d_FindCoordinatorResponse_0(buf, p):
-    o = new(FindCoordinatorResponse)
-    o.throttle_time_ms = 0
-    o.error_message = ''
-    o.coordinators = []
+    end = len(buf)
     try:
-        o.error_code, o.node_id = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(FindCoordinatorResponse)
+        o0.throttle_time_ms = 0
+        o0.error_message = ''
+        o0.coordinators = []
+        o0.error_code, o0.node_id, n = _S_3.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('FindCoordinatorResponse', 0, p, 'null string in Host')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FindCoordinatorResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
+            o0.host = str(buf[p:q], 'utf-8')
             p = q
-        o.port, = _S_3.unpack_from(buf, p)
+        o0.port, = _S_4.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorResponse_1(buf, p):
-    o = new(FindCoordinatorResponse)
-    o.coordinators = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(FindCoordinatorResponse)
+        o0.coordinators = []
+        o0.throttle_time_ms, o0.error_code, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
-            o.error_message = None
+            o0.error_message = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FindCoordinatorResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p:q], 'utf-8')
             p = q
-        o.node_id, = _S_3.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.node_id, n = _S_6.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('FindCoordinatorResponse', 1, p, 'null string in Host')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FindCoordinatorResponse', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
+            o0.host = str(buf[p:q], 'utf-8')
             p = q
-        o.port, = _S_3.unpack_from(buf, p)
+        o0.port, = _S_4.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorResponse_2(buf, p):
-    o = new(FindCoordinatorResponse)
-    o.coordinators = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(FindCoordinatorResponse)
+        o0.coordinators = []
+        o0.throttle_time_ms, o0.error_code, n = _S_5.unpack_from(buf, p)
+        p += 8
         if n < 0:
-            o.error_message = None
+            o0.error_message = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FindCoordinatorResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p:q], 'utf-8')
             p = q
-        o.node_id, = _S_3.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.node_id, n = _S_6.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('FindCoordinatorResponse', 2, p, 'null string in Host')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('FindCoordinatorResponse', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
+            o0.host = str(buf[p:q], 'utf-8')
             p = q
-        o.port, = _S_3.unpack_from(buf, p)
+        o0.port, = _S_4.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorResponse_3(buf, p):
-    o = new(FindCoordinatorResponse)
-    o.coordinators = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(FindCoordinatorResponse)
+        o0.coordinators = []
+        o0.throttle_time_ms, o0.error_code, k = _S_7.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FindCoordinatorResponse', 3, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.node_id, = _S_3.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FindCoordinatorResponse', 3, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        o0.node_id, k = _S_8.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FindCoordinatorResponse', 3, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('FindCoordinatorResponse', 3, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
+            o0.host = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.port, = _S_3.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('FindCoordinatorResponse', 3, p, 'null string in Host')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('FindCoordinatorResponse', 3, p, 'Host runs past the frame')
+                o0.host = str(buf[p:q], 'utf-8')
+                p = q
+        o0.port, k = _S_8.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FindCoordinatorResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FindCoordinatorResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_FindCoordinatorResponse_Coordinator_4(buf, p):
-    o = new(_FindCoordinatorResponse_Coordinator)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FindCoordinatorResponse', 4, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 4, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        o.node_id, = _S_3.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FindCoordinatorResponse', 4, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 4, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 4, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FindCoordinatorResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FindCoordinatorResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FindCoordinatorResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorResponse_4(buf, p):
-    o = new(FindCoordinatorResponse)
-    o.error_code = 0
-    o.error_message = ''
-    o.node_id = 0
-    o.host = ''
-    o.port = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_3.unpack_from(buf, p)
+        o0 = new(FindCoordinatorResponse)
+        o0.error_code = 0
+        o0.error_message = ''
+        o0.node_id = 0
+        o0.host = ''
+        o0.port = 0
+        o0.throttle_time_ms, k = _S_8.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -667,123 +664,139 @@ def _d_FindCoordinatorResponse_4(buf, p):
         if n < 0:
             raise DecodeError('FindCoordinatorResponse', 4, p, 'null array in Coordinators')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FindCoordinatorResponse', 4, p, 'array Coordinators longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FindCoordinatorResponse_Coordinator_4(buf, p)
-                app(e)
-            o.coordinators = lst
+                o1 = new(_FindCoordinatorResponse_Coordinator)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 4, p, 'Key runs past the frame')
+                    o1.key = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorResponse', 4, p, 'null string in Key')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 4, p, 'Key runs past the frame')
+                        o1.key = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.node_id, k = _S_8.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 4, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorResponse', 4, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 4, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, o1.error_code, k = _S_7.unpack_from(buf, p)
+                p += 6
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 4, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 4, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FindCoordinatorResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FindCoordinatorResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.coordinators = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FindCoordinatorResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FindCoordinatorResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_FindCoordinatorResponse_Coordinator_5(buf, p):
-    o = new(_FindCoordinatorResponse_Coordinator)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FindCoordinatorResponse', 5, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 5, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        o.node_id, = _S_3.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FindCoordinatorResponse', 5, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 5, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 5, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FindCoordinatorResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FindCoordinatorResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FindCoordinatorResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorResponse_5(buf, p):
-    o = new(FindCoordinatorResponse)
-    o.error_code = 0
-    o.error_message = ''
-    o.node_id = 0
-    o.host = ''
-    o.port = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_3.unpack_from(buf, p)
+        o0 = new(FindCoordinatorResponse)
+        o0.error_code = 0
+        o0.error_message = ''
+        o0.node_id = 0
+        o0.host = ''
+        o0.port = 0
+        o0.throttle_time_ms, k = _S_8.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -791,123 +804,139 @@ def _d_FindCoordinatorResponse_5(buf, p):
         if n < 0:
             raise DecodeError('FindCoordinatorResponse', 5, p, 'null array in Coordinators')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FindCoordinatorResponse', 5, p, 'array Coordinators longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FindCoordinatorResponse_Coordinator_5(buf, p)
-                app(e)
-            o.coordinators = lst
+                o1 = new(_FindCoordinatorResponse_Coordinator)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 5, p, 'Key runs past the frame')
+                    o1.key = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorResponse', 5, p, 'null string in Key')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 5, p, 'Key runs past the frame')
+                        o1.key = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.node_id, k = _S_8.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 5, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorResponse', 5, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 5, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, o1.error_code, k = _S_7.unpack_from(buf, p)
+                p += 6
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 5, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 5, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FindCoordinatorResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FindCoordinatorResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.coordinators = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FindCoordinatorResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FindCoordinatorResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_FindCoordinatorResponse_Coordinator_6(buf, p):
-    o = new(_FindCoordinatorResponse_Coordinator)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FindCoordinatorResponse', 6, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 6, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        o.node_id, = _S_3.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('FindCoordinatorResponse', 6, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 6, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('FindCoordinatorResponse', 6, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('FindCoordinatorResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('FindCoordinatorResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('FindCoordinatorResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_FindCoordinatorResponse_6(buf, p):
-    o = new(FindCoordinatorResponse)
-    o.error_code = 0
-    o.error_message = ''
-    o.node_id = 0
-    o.host = ''
-    o.port = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_3.unpack_from(buf, p)
+        o0 = new(FindCoordinatorResponse)
+        o0.error_code = 0
+        o0.error_message = ''
+        o0.node_id = 0
+        o0.host = ''
+        o0.port = 0
+        o0.throttle_time_ms, k = _S_8.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -915,48 +944,136 @@ def _d_FindCoordinatorResponse_6(buf, p):
         if n < 0:
             raise DecodeError('FindCoordinatorResponse', 6, p, 'null array in Coordinators')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('FindCoordinatorResponse', 6, p, 'array Coordinators longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_FindCoordinatorResponse_Coordinator_6(buf, p)
-                app(e)
-            o.coordinators = lst
+                o1 = new(_FindCoordinatorResponse_Coordinator)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 6, p, 'Key runs past the frame')
+                    o1.key = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorResponse', 6, p, 'null string in Key')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 6, p, 'Key runs past the frame')
+                        o1.key = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.node_id, k = _S_8.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 6, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('FindCoordinatorResponse', 6, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 6, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, o1.error_code, k = _S_7.unpack_from(buf, p)
+                p += 6
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('FindCoordinatorResponse', 6, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('FindCoordinatorResponse', 6, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('FindCoordinatorResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('FindCoordinatorResponse', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.coordinators = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('FindCoordinatorResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('FindCoordinatorResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('FindCoordinatorResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_FindCoordinatorResponse_0(o, b, h):
-    b += _S_2.pack(o.error_code, o.node_id)
+    b += _S_9.pack(o.error_code, o.node_id)
     s = o.host
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_3.pack(o.port)
+    b += _S_4.pack(o.port)
 
 def _e_FindCoordinatorResponse_1(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_6.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b += b'\xff\xff'
@@ -964,15 +1081,15 @@ def _e_FindCoordinatorResponse_1(o, b, h):
         s = s.encode()
         b += _S_0.pack(len(s))
         b += s
-    b += _S_3.pack(o.node_id)
+    b += _S_4.pack(o.node_id)
     s = o.host
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_3.pack(o.port)
+    b += _S_4.pack(o.port)
 
 def _e_FindCoordinatorResponse_3(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_6.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -984,7 +1101,7 @@ def _e_FindCoordinatorResponse_3(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_3.pack(o.node_id)
+    b += _S_4.pack(o.node_id)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -993,7 +1110,7 @@ def _e_FindCoordinatorResponse_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.port)
+    b += _S_4.pack(o.port)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1009,7 +1126,7 @@ def _e_FindCoordinatorResponse_Coordinator_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.node_id)
+    b += _S_4.pack(o.node_id)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -1018,7 +1135,7 @@ def _e_FindCoordinatorResponse_Coordinator_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.port, o.error_code)
+    b += _S_6.pack(o.port, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1037,7 +1154,7 @@ def _e_FindCoordinatorResponse_Coordinator_4(o, b, h):
         b.append(0)
 
 def _e_FindCoordinatorResponse_4(o, b, h):
-    b += _S_3.pack(o.throttle_time_ms)
+    b += _S_4.pack(o.throttle_time_ms)
     lst = o.coordinators
     n = len(lst) + 1
     if n < 128:

@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>16s')
-_S_1 = _Struct('>ih16si')
-_S_2 = _Struct('>ii?')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>16sB')
+_S_1 = _Struct('>16s')
+_S_2 = _Struct('>ih16siB')
+_S_3 = _Struct('>ii?B')
+_S_4 = _Struct('>ih16si')
+_S_5 = _Struct('>ii?')
 
 
 class GetTelemetrySubscriptionsRequest(KafkaMessage):
@@ -36,36 +56,37 @@ class GetTelemetrySubscriptionsRequest(KafkaMessage):
 
 
 def _d_GetTelemetrySubscriptionsRequest_0(buf, p):
-    o = new(GetTelemetrySubscriptionsRequest)
+    end = len(buf)
     try:
-        o.client_instance_id, = _S_0.unpack_from(buf, p)
+        o0 = new(GetTelemetrySubscriptionsRequest)
+        o0.client_instance_id, k = _S_0.unpack_from(buf, p)
         p += 16
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('GetTelemetrySubscriptionsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('GetTelemetrySubscriptionsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('GetTelemetrySubscriptionsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_GetTelemetrySubscriptionsRequest_0(o, b, h):
-    b += _S_0.pack(o.client_instance_id)
+    b += _S_1.pack(o.client_instance_id)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -100,27 +121,35 @@ class GetTelemetrySubscriptionsResponse(KafkaMessage):
 
 
 def _d_GetTelemetrySubscriptionsResponse_0(buf, p):
-    o = new(GetTelemetrySubscriptionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id = _S_1.unpack_from(buf, p)
+        o0 = new(GetTelemetrySubscriptionsResponse)
+        o0.throttle_time_ms, o0.error_code, o0.client_instance_id, o0.subscription_id, k = _S_2.unpack_from(buf, p)
         p += 26
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
+        if 0 < k < 65:
+            o0.accepted_compression_types = [*_K_int8[k](buf, p + 1)]
+            p += 1 * k - 0
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'null array in AcceptedCompressionTypes')
-        else:
-            if n * 1 > len(buf) - p:
-                raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'array AcceptedCompressionTypes longer than the frame')
-            o.accepted_compression_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
-            p += n * 1
-        o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S_2.unpack_from(buf, p)
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'null array in AcceptedCompressionTypes')
+            else:
+                if n < 64:
+                    o0.accepted_compression_types = [*_A_int8[n].unpack_from(buf, p)]
+                else:
+                    if n * 1 > end - p:
+                        raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'array AcceptedCompressionTypes longer than the frame')
+                    o0.accepted_compression_types = [*_Struct('>%db' % n).unpack_from(buf, p)]
+                p += n * 1
+        o0.push_interval_ms, o0.telemetry_max_bytes, o0.delta_temporality, k = _S_3.unpack_from(buf, p)
         p += 9
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -128,53 +157,61 @@ def _d_GetTelemetrySubscriptionsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'null array in RequestedMetrics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'array RequestedMetrics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'null string in RequestedMetrics')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'RequestedMetrics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.requested_metrics = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'null string in RequestedMetrics')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'RequestedMetrics runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.requested_metrics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('GetTelemetrySubscriptionsResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_GetTelemetrySubscriptionsResponse_0(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id)
+    b += _S_4.pack(o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id)
     lst = o.accepted_compression_types
     n = len(lst) + 1
     if n < 128:
@@ -182,7 +219,7 @@ def _e_GetTelemetrySubscriptionsResponse_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += _pack('>%db' % len(lst), *lst)
-    b += _S_2.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
+    b += _S_5.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     lst = o.requested_metrics
     n = len(lst) + 1
     if n < 128:

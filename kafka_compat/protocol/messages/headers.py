@@ -12,12 +12,31 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>hhi')
-_S_1 = _Struct('>h')
-_S_2 = _Struct('>i')
+_S_1 = _Struct('>hhih')
+_S_2 = _Struct('>h')
+_S_3 = _Struct('>i')
+_S_4 = _Struct('>iB')
 
 
 class RequestHeader(KafkaMessage):
@@ -38,74 +57,73 @@ class RequestHeader(KafkaMessage):
 
 
 def _d_RequestHeader_0(buf, p):
-    o = new(RequestHeader)
-    o.client_id = ''
+    end = len(buf)
     try:
-        o.request_api_key, o.request_api_version, o.correlation_id = _S_0.unpack_from(buf, p)
+        o0 = new(RequestHeader)
+        o0.client_id = ''
+        o0.request_api_key, o0.request_api_version, o0.correlation_id = _S_0.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('RequestHeader', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_RequestHeader_1(buf, p):
-    o = new(RequestHeader)
+    end = len(buf)
     try:
-        o.request_api_key, o.request_api_version, o.correlation_id = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(RequestHeader)
+        o0.request_api_key, o0.request_api_version, o0.correlation_id, n = _S_1.unpack_from(buf, p)
+        p += 10
         if n < 0:
-            o.client_id = None
+            o0.client_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('RequestHeader', 1, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
+            o0.client_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('RequestHeader', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_RequestHeader_2(buf, p):
-    o = new(RequestHeader)
+    end = len(buf)
     try:
-        o.request_api_key, o.request_api_version, o.correlation_id = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(RequestHeader)
+        o0.request_api_key, o0.request_api_version, o0.correlation_id, n = _S_1.unpack_from(buf, p)
+        p += 10
         if n < 0:
-            o.client_id = None
+            o0.client_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('RequestHeader', 2, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
+            o0.client_id = str(buf[p:q], 'utf-8')
             p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('RequestHeader', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('RequestHeader', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('RequestHeader', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_RequestHeader_0(o, b, h):
     b += _S_0.pack(o.request_api_key, o.request_api_version, o.correlation_id)
@@ -117,7 +135,7 @@ def _e_RequestHeader_1(o, b, h):
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_1.pack(len(s))
+        b += _S_2.pack(len(s))
         b += s
 
 def _e_RequestHeader_2(o, b, h):
@@ -127,7 +145,7 @@ def _e_RequestHeader_2(o, b, h):
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_1.pack(len(s))
+        b += _S_2.pack(len(s))
         b += s
     u = o.unknown_tags
     if u:
@@ -154,49 +172,51 @@ class ResponseHeader(KafkaMessage):
 
 
 def _d_ResponseHeader_0(buf, p):
-    o = new(ResponseHeader)
+    end = len(buf)
     try:
-        o.correlation_id, = _S_2.unpack_from(buf, p)
+        o0 = new(ResponseHeader)
+        o0.correlation_id, = _S_3.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ResponseHeader', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ResponseHeader_1(buf, p):
-    o = new(ResponseHeader)
+    end = len(buf)
     try:
-        o.correlation_id, = _S_2.unpack_from(buf, p)
+        o0 = new(ResponseHeader)
+        o0.correlation_id, k = _S_4.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ResponseHeader', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ResponseHeader', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ResponseHeader', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ResponseHeader_0(o, b, h):
-    b += _S_2.pack(o.correlation_id)
+    b += _S_3.pack(o.correlation_id)
 
 def _e_ResponseHeader_1(o, b, h):
-    b += _S_2.pack(o.correlation_id)
+    b += _S_3.pack(o.correlation_id)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

@@ -12,12 +12,31 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>h')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>ih')
+_S_1 = _Struct('>ih')
+_S_2 = _Struct('>iB')
+_S_3 = _Struct('>i')
+_S_4 = _Struct('>ihB')
 
 
 class HeartbeatRequest(KafkaMessage):
@@ -39,215 +58,235 @@ class HeartbeatRequest(KafkaMessage):
 
 
 def _d_HeartbeatRequest_0(buf, p):
-    o = new(HeartbeatRequest)
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(HeartbeatRequest)
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('HeartbeatRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('HeartbeatRequest', 0, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_HeartbeatRequest_1(buf, p):
-    o = new(HeartbeatRequest)
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(HeartbeatRequest)
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('HeartbeatRequest', 1, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('HeartbeatRequest', 1, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_HeartbeatRequest_2(buf, p):
-    o = new(HeartbeatRequest)
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(HeartbeatRequest)
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('HeartbeatRequest', 2, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('HeartbeatRequest', 2, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_HeartbeatRequest_3(buf, p):
-    o = new(HeartbeatRequest)
+    end = len(buf)
     try:
+        o0 = new(HeartbeatRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('HeartbeatRequest', 3, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('HeartbeatRequest', 3, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.group_instance_id = None
+            o0.group_instance_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 3, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_HeartbeatRequest_4(buf, p):
-    o = new(HeartbeatRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('HeartbeatRequest', 4, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(HeartbeatRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('HeartbeatRequest', 4, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('HeartbeatRequest', 4, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.generation_id, k = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('HeartbeatRequest', 4, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('HeartbeatRequest', 4, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('HeartbeatRequest', 4, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('HeartbeatRequest', 4, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('HeartbeatRequest', 4, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('HeartbeatRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('HeartbeatRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_HeartbeatRequest_0(o, b, h):
     s = o.group_id
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.generation_id)
+    b += _S_3.pack(o.generation_id)
     s = o.member_id
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -258,7 +297,7 @@ def _e_HeartbeatRequest_3(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.generation_id)
+    b += _S_3.pack(o.generation_id)
     s = o.member_id
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -280,7 +319,7 @@ def _e_HeartbeatRequest_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.generation_id)
+    b += _S_3.pack(o.generation_id)
     s = o.member_id
     s = s.encode()
     n = len(s) + 1
@@ -327,83 +366,88 @@ class HeartbeatResponse(KafkaMessage):
 
 
 def _d_HeartbeatResponse_0(buf, p):
-    o = new(HeartbeatResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
+        o0 = new(HeartbeatResponse)
+        o0.throttle_time_ms = 0
+        o0.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_HeartbeatResponse_1(buf, p):
-    o = new(HeartbeatResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(HeartbeatResponse)
+        o0.throttle_time_ms, o0.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_HeartbeatResponse_2(buf, p):
-    o = new(HeartbeatResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(HeartbeatResponse)
+        o0.throttle_time_ms, o0.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_HeartbeatResponse_3(buf, p):
-    o = new(HeartbeatResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(HeartbeatResponse)
+        o0.throttle_time_ms, o0.error_code = _S_1.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_HeartbeatResponse_4(buf, p):
-    o = new(HeartbeatResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(HeartbeatResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 6
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('HeartbeatResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('HeartbeatResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('HeartbeatResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_HeartbeatResponse_0(o, b, h):
     b += _S_0.pack(o.error_code)
 
 def _e_HeartbeatResponse_1(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_1.pack(o.throttle_time_ms, o.error_code)
 
 def _e_HeartbeatResponse_4(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_1.pack(o.throttle_time_ms, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

@@ -12,13 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>i')
-_S_1 = _Struct('>b')
+_S_1 = _Struct('>bh')
 _S_2 = _Struct('>h')
 _S_3 = _Struct('>?')
+_S_4 = _Struct('>bB')
+_S_5 = _Struct('>?B')
+_S_6 = _Struct('>b')
+_S_7 = _Struct('>ii')
+_S_8 = _Struct('>hh')
+_S_9 = _Struct('>iB')
+_S_10 = _Struct('>hB')
 
 
 class _IncrementalAlterConfigsRequest_AlterableConfig(KafkaStruct):
@@ -63,212 +87,79 @@ class IncrementalAlterConfigsRequest(KafkaMessage):
 IncrementalAlterConfigsRequest.AlterableConfig = _IncrementalAlterConfigsRequest_AlterableConfig
 IncrementalAlterConfigsRequest.AlterConfigsResource = _IncrementalAlterConfigsRequest_AlterConfigsResource
 
-def _d_IncrementalAlterConfigsRequest_AlterableConfig_0(buf, p):
-    o = new(_IncrementalAlterConfigsRequest_AlterableConfig)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.config_operation, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('IncrementalAlterConfigsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_0(buf, p):
-    o = new(_IncrementalAlterConfigsRequest_AlterConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_IncrementalAlterConfigsRequest_AlterableConfig_0(buf, p)
-                app(e)
-            o.configs = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('IncrementalAlterConfigsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_IncrementalAlterConfigsRequest_0(buf, p):
-    o = new(IncrementalAlterConfigsRequest)
+    end = len(buf)
     try:
+        o0 = new(IncrementalAlterConfigsRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_IncrementalAlterConfigsRequest_AlterConfigsResource_0(buf, p)
-                app(e)
-            o.resources = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_IncrementalAlterConfigsRequest_AlterConfigsResource)
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_IncrementalAlterConfigsRequest_AlterableConfig)
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.config_operation, n = _S_1.unpack_from(buf, p)
+                        p += 3
+                        if n < 0:
+                            o2.value = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('IncrementalAlterConfigsRequest', 0, p, 'Value runs past the frame')
+                            o2.value = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.configs = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.resources = lst0
+        o0.validate_only, = _S_3.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf, p):
-    o = new(_IncrementalAlterConfigsRequest_AlterableConfig)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.config_operation, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.value = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf, p):
-    o = new(_IncrementalAlterConfigsRequest_AlterConfigsResource)
-    try:
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null array in Configs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'array Configs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_IncrementalAlterConfigsRequest_AlterableConfig_1(buf, p)
-                app(e)
-            o.configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_IncrementalAlterConfigsRequest_1(buf, p):
-    o = new(IncrementalAlterConfigsRequest)
+    end = len(buf)
     try:
+        o0 = new(IncrementalAlterConfigsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -278,46 +169,171 @@ def _d_IncrementalAlterConfigsRequest_1(buf, p):
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null array in Resources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'array Resources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_IncrementalAlterConfigsRequest_AlterConfigsResource_1(buf, p)
-                app(e)
-            o.resources = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_IncrementalAlterConfigsRequest_AlterConfigsResource)
+                o1.resource_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null array in Configs')
+                else:
+                    if n > end - p:
+                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'array Configs longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_IncrementalAlterConfigsRequest_AlterableConfig)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.config_operation, k = _S_4.unpack_from(buf, p)
+                        p += 1
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'Value runs past the frame')
+                            o2.value = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.value = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'Value runs past the frame')
+                                o2.value = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.configs = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.resources = lst0
+        o0.validate_only, k = _S_5.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('IncrementalAlterConfigsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_IncrementalAlterConfigsRequest_AlterableConfig_0(o, b, h):
     s = o.name
     s = s.encode()
     b += _S_2.pack(len(s))
     b += s
-    b += _S_1.pack(o.config_operation)
+    b += _S_6.pack(o.config_operation)
     s = o.value
     if s is None:
         b += b'\xff\xff'
@@ -327,7 +343,7 @@ def _e_IncrementalAlterConfigsRequest_AlterableConfig_0(o, b, h):
         b += s
 
 def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_0(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -353,7 +369,7 @@ def _e_IncrementalAlterConfigsRequest_AlterableConfig_1(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.config_operation)
+    b += _S_6.pack(o.config_operation)
     s = o.value
     if s is None:
         b.append(0)
@@ -372,7 +388,7 @@ def _e_IncrementalAlterConfigsRequest_AlterableConfig_1(o, b, h):
         b.append(0)
 
 def _e_IncrementalAlterConfigsRequest_AlterConfigsResource_1(o, b, h):
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1
@@ -445,127 +461,57 @@ class IncrementalAlterConfigsResponse(KafkaMessage):
 
 IncrementalAlterConfigsResponse.AlterConfigsResourceResponse = _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse
 
-def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_0(buf, p):
-    o = new(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('IncrementalAlterConfigsResponse', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsResponse', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('IncrementalAlterConfigsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_IncrementalAlterConfigsResponse_0(buf, p):
-    o = new(IncrementalAlterConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(IncrementalAlterConfigsResponse)
+        o0.throttle_time_ms, n = _S_7.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('IncrementalAlterConfigsResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_0(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse)
+                o1.error_code, n = _S_8.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    o1.error_message = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('IncrementalAlterConfigsResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.resource_type, n = _S_1.unpack_from(buf, p)
+                p += 3
+                if n < 0:
+                    raise DecodeError('IncrementalAlterConfigsResponse', 0, p, 'null string in ResourceName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('IncrementalAlterConfigsResponse', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf, p):
-    o = new(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('IncrementalAlterConfigsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_IncrementalAlterConfigsResponse_1(buf, p):
-    o = new(IncrementalAlterConfigsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(IncrementalAlterConfigsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -573,37 +519,103 @@ def _d_IncrementalAlterConfigsResponse_1(buf, p):
         if n < 0:
             raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse)
+                o1.error_code, k = _S_10.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.resource_type, k = _S_4.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('IncrementalAlterConfigsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('IncrementalAlterConfigsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_0(o, b, h):
     b += _S_2.pack(o.error_code)
@@ -614,7 +626,7 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_0(o, b, h):
         s = s.encode()
         b += _S_2.pack(len(s))
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     b += _S_2.pack(len(s))
@@ -640,7 +652,7 @@ def _e_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_1(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_6.pack(o.resource_type)
     s = o.resource_name
     s = s.encode()
     n = len(s) + 1

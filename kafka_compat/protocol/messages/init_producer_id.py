@@ -12,15 +12,37 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>h')
 _S_1 = _Struct('>i')
-_S_2 = _Struct('>iqh')
-_S_3 = _Struct('>iqh??')
-_S_4 = _Struct('>ihqh')
-_S_5 = _Struct('>ihqhqh')
+_S_2 = _Struct('>iB')
+_S_3 = _Struct('>iqhB')
+_S_4 = _Struct('>iqh??B')
+_S_5 = _Struct('>iqh')
+_S_6 = _Struct('>iqh??')
+_S_7 = _Struct('>ihqh')
+_S_8 = _Struct('>ihqhB')
+_S_9 = _Struct('>ihqhqhB')
+_S_10 = _Struct('>ihqhqh')
 
 
 class InitProducerIdRequest(KafkaMessage):
@@ -44,277 +66,324 @@ class InitProducerIdRequest(KafkaMessage):
 
 
 def _d_InitProducerIdRequest_0(buf, p):
-    o = new(InitProducerIdRequest)
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    end = len(buf)
     try:
+        o0 = new(InitProducerIdRequest)
+        o0.producer_id = -1
+        o0.producer_epoch = -1
+        o0.enable2_pc = False
+        o0.keep_prepared_txn = False
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.transactional_id = None
+            o0.transactional_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('InitProducerIdRequest', 0, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.transaction_timeout_ms, = _S_1.unpack_from(buf, p)
+        o0.transaction_timeout_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdRequest_1(buf, p):
-    o = new(InitProducerIdRequest)
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    end = len(buf)
     try:
+        o0 = new(InitProducerIdRequest)
+        o0.producer_id = -1
+        o0.producer_epoch = -1
+        o0.enable2_pc = False
+        o0.keep_prepared_txn = False
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.transactional_id = None
+            o0.transactional_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('InitProducerIdRequest', 1, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.transaction_timeout_ms, = _S_1.unpack_from(buf, p)
+        o0.transaction_timeout_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdRequest_2(buf, p):
-    o = new(InitProducerIdRequest)
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(InitProducerIdRequest)
+        o0.producer_id = -1
+        o0.producer_epoch = -1
+        o0.enable2_pc = False
+        o0.keep_prepared_txn = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('InitProducerIdRequest', 2, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.transaction_timeout_ms, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('InitProducerIdRequest', 2, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.transaction_timeout_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdRequest_3(buf, p):
-    o = new(InitProducerIdRequest)
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(InitProducerIdRequest)
+        o0.enable2_pc = False
+        o0.keep_prepared_txn = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('InitProducerIdRequest', 3, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('InitProducerIdRequest', 3, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.transaction_timeout_ms, o0.producer_id, o0.producer_epoch, k = _S_3.unpack_from(buf, p)
         p += 14
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdRequest_4(buf, p):
-    o = new(InitProducerIdRequest)
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(InitProducerIdRequest)
+        o0.enable2_pc = False
+        o0.keep_prepared_txn = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('InitProducerIdRequest', 4, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('InitProducerIdRequest', 4, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.transaction_timeout_ms, o0.producer_id, o0.producer_epoch, k = _S_3.unpack_from(buf, p)
         p += 14
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdRequest_5(buf, p):
-    o = new(InitProducerIdRequest)
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(InitProducerIdRequest)
+        o0.enable2_pc = False
+        o0.keep_prepared_txn = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('InitProducerIdRequest', 5, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('InitProducerIdRequest', 5, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.transaction_timeout_ms, o0.producer_id, o0.producer_epoch, k = _S_3.unpack_from(buf, p)
         p += 14
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdRequest_6(buf, p):
-    o = new(InitProducerIdRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(InitProducerIdRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('InitProducerIdRequest', 6, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn = _S_3.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('InitProducerIdRequest', 6, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.transaction_timeout_ms, o0.producer_id, o0.producer_epoch, o0.enable2_pc, o0.keep_prepared_txn, k = _S_4.unpack_from(buf, p)
         p += 16
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_InitProducerIdRequest_0(o, b, h):
     s = o.transactional_id
@@ -357,7 +426,7 @@ def _e_InitProducerIdRequest_3(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_2.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
+    b += _S_5.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -376,7 +445,7 @@ def _e_InitProducerIdRequest_6(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_3.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn)
+    b += _S_6.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -408,187 +477,194 @@ class InitProducerIdResponse(KafkaMessage):
 
 
 def _d_InitProducerIdResponse_0(buf, p):
-    o = new(InitProducerIdResponse)
-    o.ongoing_txn_producer_id = -1
-    o.ongoing_txn_producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(InitProducerIdResponse)
+        o0.ongoing_txn_producer_id = -1
+        o0.ongoing_txn_producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch = _S_7.unpack_from(buf, p)
         p += 16
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdResponse_1(buf, p):
-    o = new(InitProducerIdResponse)
-    o.ongoing_txn_producer_id = -1
-    o.ongoing_txn_producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(InitProducerIdResponse)
+        o0.ongoing_txn_producer_id = -1
+        o0.ongoing_txn_producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch = _S_7.unpack_from(buf, p)
         p += 16
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdResponse_2(buf, p):
-    o = new(InitProducerIdResponse)
-    o.ongoing_txn_producer_id = -1
-    o.ongoing_txn_producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(InitProducerIdResponse)
+        o0.ongoing_txn_producer_id = -1
+        o0.ongoing_txn_producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch, k = _S_8.unpack_from(buf, p)
         p += 16
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdResponse_3(buf, p):
-    o = new(InitProducerIdResponse)
-    o.ongoing_txn_producer_id = -1
-    o.ongoing_txn_producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(InitProducerIdResponse)
+        o0.ongoing_txn_producer_id = -1
+        o0.ongoing_txn_producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch, k = _S_8.unpack_from(buf, p)
         p += 16
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdResponse_4(buf, p):
-    o = new(InitProducerIdResponse)
-    o.ongoing_txn_producer_id = -1
-    o.ongoing_txn_producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(InitProducerIdResponse)
+        o0.ongoing_txn_producer_id = -1
+        o0.ongoing_txn_producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch, k = _S_8.unpack_from(buf, p)
         p += 16
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdResponse_5(buf, p):
-    o = new(InitProducerIdResponse)
-    o.ongoing_txn_producer_id = -1
-    o.ongoing_txn_producer_epoch = -1
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(InitProducerIdResponse)
+        o0.ongoing_txn_producer_id = -1
+        o0.ongoing_txn_producer_epoch = -1
+        o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch, k = _S_8.unpack_from(buf, p)
         p += 16
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_InitProducerIdResponse_6(buf, p):
-    o = new(InitProducerIdResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch = _S_5.unpack_from(buf, p)
+        o0 = new(InitProducerIdResponse)
+        o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch, o0.ongoing_txn_producer_id, o0.ongoing_txn_producer_epoch, k = _S_9.unpack_from(buf, p)
         p += 26
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitProducerIdResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitProducerIdResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitProducerIdResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_InitProducerIdResponse_0(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    b += _S_7.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
 def _e_InitProducerIdResponse_2(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    b += _S_7.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -596,7 +672,7 @@ def _e_InitProducerIdResponse_2(o, b, h):
         b.append(0)
 
 def _e_InitProducerIdResponse_6(o, b, h):
-    b += _S_5.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

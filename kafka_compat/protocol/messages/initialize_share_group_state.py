@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>16s')
-_S_1 = _Struct('>iiq')
-_S_2 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>16sB')
+_S_1 = _Struct('>iiqB')
+_S_2 = _Struct('>16s')
+_S_3 = _Struct('>iiq')
+_S_4 = _Struct('>ihB')
+_S_5 = _Struct('>ih')
 
 
 class _InitializeShareGroupStateRequest_PartitionData(KafkaStruct):
@@ -61,98 +81,32 @@ class InitializeShareGroupStateRequest(KafkaMessage):
 InitializeShareGroupStateRequest.PartitionData = _InitializeShareGroupStateRequest_PartitionData
 InitializeShareGroupStateRequest.InitializeStateData = _InitializeShareGroupStateRequest_InitializeStateData
 
-def _d_InitializeShareGroupStateRequest_PartitionData_0(buf, p):
-    o = new(_InitializeShareGroupStateRequest_PartitionData)
-    try:
-        o.partition, o.state_epoch, o.start_offset = _S_1.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('InitializeShareGroupStateRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_InitializeShareGroupStateRequest_InitializeStateData_0(buf, p):
-    o = new(_InitializeShareGroupStateRequest_InitializeStateData)
-    try:
-        o.topic_id, = _S_0.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_InitializeShareGroupStateRequest_PartitionData_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('InitializeShareGroupStateRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_InitializeShareGroupStateRequest_0(buf, p):
-    o = new(InitializeShareGroupStateRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(InitializeShareGroupStateRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -162,40 +116,101 @@ def _d_InitializeShareGroupStateRequest_0(buf, p):
         if n < 0:
             raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_InitializeShareGroupStateRequest_InitializeStateData_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_InitializeShareGroupStateRequest_InitializeStateData)
+                o1.topic_id, k = _S_0.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_InitializeShareGroupStateRequest_PartitionData)
+                        o2.partition, o2.state_epoch, o2.start_offset, k = _S_1.unpack_from(buf, p)
+                        p += 16
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitializeShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitializeShareGroupStateRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_InitializeShareGroupStateRequest_PartitionData_0(o, b, h):
-    b += _S_1.pack(o.partition, o.state_epoch, o.start_offset)
+    b += _S_3.pack(o.partition, o.state_epoch, o.start_offset)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -203,7 +218,7 @@ def _e_InitializeShareGroupStateRequest_PartitionData_0(o, b, h):
         b.append(0)
 
 def _e_InitializeShareGroupStateRequest_InitializeStateData_0(o, b, h):
-    b += _S_0.pack(o.topic_id)
+    b += _S_2.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -285,98 +300,10 @@ class InitializeShareGroupStateResponse(KafkaMessage):
 InitializeShareGroupStateResponse.PartitionResult = _InitializeShareGroupStateResponse_PartitionResult
 InitializeShareGroupStateResponse.InitializeStateResult = _InitializeShareGroupStateResponse_InitializeStateResult
 
-def _d_InitializeShareGroupStateResponse_PartitionResult_0(buf, p):
-    o = new(_InitializeShareGroupStateResponse_PartitionResult)
-    try:
-        o.partition, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('InitializeShareGroupStateResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_InitializeShareGroupStateResponse_InitializeStateResult_0(buf, p):
-    o = new(_InitializeShareGroupStateResponse_InitializeStateResult)
-    try:
-        o.topic_id, = _S_0.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_InitializeShareGroupStateResponse_PartitionResult_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('InitializeShareGroupStateResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_InitializeShareGroupStateResponse_0(buf, p):
-    o = new(InitializeShareGroupStateResponse)
+    end = len(buf)
     try:
+        o0 = new(InitializeShareGroupStateResponse)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -386,40 +313,122 @@ def _d_InitializeShareGroupStateResponse_0(buf, p):
         if n < 0:
             raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_InitializeShareGroupStateResponse_InitializeStateResult_0(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_InitializeShareGroupStateResponse_InitializeStateResult)
+                o1.topic_id, k = _S_0.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_InitializeShareGroupStateResponse_PartitionResult)
+                        o2.partition, o2.error_code, k = _S_4.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('InitializeShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('InitializeShareGroupStateResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_InitializeShareGroupStateResponse_PartitionResult_0(o, b, h):
-    b += _S_2.pack(o.partition, o.error_code)
+    b += _S_5.pack(o.partition, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -438,7 +447,7 @@ def _e_InitializeShareGroupStateResponse_PartitionResult_0(o, b, h):
         b.append(0)
 
 def _e_InitializeShareGroupStateResponse_InitializeStateResult_0(o, b, h):
-    b += _S_0.pack(o.topic_id)
+    b += _S_2.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:

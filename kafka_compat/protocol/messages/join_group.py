@@ -12,15 +12,39 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>h')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>ii')
-_S_3 = _Struct('>hi')
-_S_4 = _Struct('>ihi')
-_S_5 = _Struct('>?')
+_S_1 = _Struct('>ih')
+_S_2 = _Struct('>i')
+_S_3 = _Struct('>iih')
+_S_4 = _Struct('>iiB')
+_S_5 = _Struct('>ii')
+_S_6 = _Struct('>hih')
+_S_7 = _Struct('>ihih')
+_S_8 = _Struct('>ihiB')
+_S_9 = _Struct('>?B')
+_S_10 = _Struct('>hi')
+_S_11 = _Struct('>ihi')
+_S_12 = _Struct('>?')
 
 
 class _JoinGroupRequest_JoinGroupRequestProtocol(KafkaStruct):
@@ -57,61 +81,32 @@ class JoinGroupRequest(KafkaMessage):
 
 JoinGroupRequest.JoinGroupRequestProtocol = _JoinGroupRequest_JoinGroupRequestProtocol
 
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_0(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 0, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 0, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_JoinGroupRequest_0(buf, p):
-    o = new(JoinGroupRequest)
-    o.rebalance_timeout_ms = -1
-    o.group_instance_id = None
-    o.reason = None
+    end = len(buf)
     try:
+        o0 = new(JoinGroupRequest)
+        o0.rebalance_timeout_ms = -1
+        o0.group_instance_id = None
+        o0.reason = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('JoinGroupRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.session_timeout_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.session_timeout_ms, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('JoinGroupRequest', 0, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -119,82 +114,74 @@ def _d_JoinGroupRequest_0(buf, p):
             raise DecodeError('JoinGroupRequest', 0, p, 'null string in ProtocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 0, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupRequest', 0, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 0, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_0(buf, p)
-                app(e)
-            o.protocols = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 0, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 0, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.protocols = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_1(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 1, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 1, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_1(buf, p):
-    o = new(JoinGroupRequest)
-    o.group_instance_id = None
-    o.reason = None
+    end = len(buf)
     try:
+        o0 = new(JoinGroupRequest)
+        o0.group_instance_id = None
+        o0.reason = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('JoinGroupRequest', 1, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, n = _S_3.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('JoinGroupRequest', 1, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -202,82 +189,74 @@ def _d_JoinGroupRequest_1(buf, p):
             raise DecodeError('JoinGroupRequest', 1, p, 'null string in ProtocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 1, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupRequest', 1, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 1, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_1(buf, p)
-                app(e)
-            o.protocols = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 1, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 1, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.protocols = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_2(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 2, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 2, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_2(buf, p):
-    o = new(JoinGroupRequest)
-    o.group_instance_id = None
-    o.reason = None
+    end = len(buf)
     try:
+        o0 = new(JoinGroupRequest)
+        o0.group_instance_id = None
+        o0.reason = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('JoinGroupRequest', 2, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, n = _S_3.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('JoinGroupRequest', 2, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -285,82 +264,74 @@ def _d_JoinGroupRequest_2(buf, p):
             raise DecodeError('JoinGroupRequest', 2, p, 'null string in ProtocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 2, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupRequest', 2, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 2, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_2(buf, p)
-                app(e)
-            o.protocols = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 2, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 2, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.protocols = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_3(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 3, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 3, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_3(buf, p):
-    o = new(JoinGroupRequest)
-    o.group_instance_id = None
-    o.reason = None
+    end = len(buf)
     try:
+        o0 = new(JoinGroupRequest)
+        o0.group_instance_id = None
+        o0.reason = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('JoinGroupRequest', 3, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, n = _S_3.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('JoinGroupRequest', 3, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -368,82 +339,74 @@ def _d_JoinGroupRequest_3(buf, p):
             raise DecodeError('JoinGroupRequest', 3, p, 'null string in ProtocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 3, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupRequest', 3, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 3, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_3(buf, p)
-                app(e)
-            o.protocols = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 3, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 3, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.protocols = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_4(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 4, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 4, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_4(buf, p):
-    o = new(JoinGroupRequest)
-    o.group_instance_id = None
-    o.reason = None
+    end = len(buf)
     try:
+        o0 = new(JoinGroupRequest)
+        o0.group_instance_id = None
+        o0.reason = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('JoinGroupRequest', 4, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, n = _S_3.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('JoinGroupRequest', 4, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -451,91 +414,83 @@ def _d_JoinGroupRequest_4(buf, p):
             raise DecodeError('JoinGroupRequest', 4, p, 'null string in ProtocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 4, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupRequest', 4, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 4, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_4(buf, p)
-                app(e)
-            o.protocols = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 4, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 4, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.protocols = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_5(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 5, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 5, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_5(buf, p):
-    o = new(JoinGroupRequest)
-    o.reason = None
+    end = len(buf)
     try:
+        o0 = new(JoinGroupRequest)
+        o0.reason = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('JoinGroupRequest', 5, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 5, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, n = _S_3.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('JoinGroupRequest', 5, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.group_instance_id = None
+            o0.group_instance_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 5, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -543,145 +498,143 @@ def _d_JoinGroupRequest_5(buf, p):
             raise DecodeError('JoinGroupRequest', 5, p, 'null string in ProtocolType')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 5, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupRequest', 5, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 5, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_5(buf, p)
-                app(e)
-            o.protocols = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 5, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 5, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.protocols = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_6(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 6, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 6, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('JoinGroupRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('JoinGroupRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_6(buf, p):
-    o = new(JoinGroupRequest)
-    o.reason = None
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 6, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(JoinGroupRequest)
+        o0.reason = None
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 6, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 6, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 6, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 6, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 6, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 6, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 6, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 6, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 6, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 6, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 6, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 6, p, 'null string in ProtocolType')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 6, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -691,155 +644,188 @@ def _d_JoinGroupRequest_6(buf, p):
         if n < 0:
             raise DecodeError('JoinGroupRequest', 6, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 6, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_6(buf, p)
-                app(e)
-            o.protocols = lst
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('JoinGroupRequest', 6, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupRequest', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 6, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 6, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('JoinGroupRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('JoinGroupRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.protocols = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('JoinGroupRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('JoinGroupRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_7(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 7, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 7, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('JoinGroupRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('JoinGroupRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_7(buf, p):
-    o = new(JoinGroupRequest)
-    o.reason = None
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 7, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(JoinGroupRequest)
+        o0.reason = None
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 7, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 7, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 7, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 7, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 7, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 7, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 7, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 7, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 7, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 7, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 7, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 7, p, 'null string in ProtocolType')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 7, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -849,154 +835,187 @@ def _d_JoinGroupRequest_7(buf, p):
         if n < 0:
             raise DecodeError('JoinGroupRequest', 7, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 7, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_7(buf, p)
-                app(e)
-            o.protocols = lst
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('JoinGroupRequest', 7, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupRequest', 7, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 7, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 7, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('JoinGroupRequest', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('JoinGroupRequest', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.protocols = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('JoinGroupRequest', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('JoinGroupRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_8(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 8, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 8, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('JoinGroupRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('JoinGroupRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_8(buf, p):
-    o = new(JoinGroupRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 8, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(JoinGroupRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 8, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 8, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 8, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 8, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 8, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 8, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 8, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 8, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 8, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 8, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 8, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 8, p, 'null string in ProtocolType')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 8, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1006,168 +1025,209 @@ def _d_JoinGroupRequest_8(buf, p):
         if n < 0:
             raise DecodeError('JoinGroupRequest', 8, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 8, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_8(buf, p)
-                app(e)
-            o.protocols = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.reason = None
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('JoinGroupRequest', 8, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupRequest', 8, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 8, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 8, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('JoinGroupRequest', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('JoinGroupRequest', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.protocols = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 8, p, 'Reason runs past the frame')
-            o.reason = str(buf[p:q], 'utf-8')
+            o0.reason = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.reason = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 8, p, 'Reason runs past the frame')
+                o0.reason = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('JoinGroupRequest', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('JoinGroupRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupRequest_JoinGroupRequestProtocol_9(buf, p):
-    o = new(_JoinGroupRequest_JoinGroupRequestProtocol)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 9, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupRequest', 9, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('JoinGroupRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('JoinGroupRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupRequest', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupRequest_9(buf, p):
-    o = new(JoinGroupRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 9, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(JoinGroupRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 9, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.session_timeout_ms, o.rebalance_timeout_ms = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 9, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 9, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.session_timeout_ms, o0.rebalance_timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 9, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 9, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 9, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 9, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 9, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupRequest', 9, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 9, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 9, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupRequest', 9, p, 'null string in ProtocolType')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 9, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1177,51 +1237,115 @@ def _d_JoinGroupRequest_9(buf, p):
         if n < 0:
             raise DecodeError('JoinGroupRequest', 9, p, 'null array in Protocols')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupRequest', 9, p, 'array Protocols longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupRequest_JoinGroupRequestProtocol_9(buf, p)
-                app(e)
-            o.protocols = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.reason = None
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_JoinGroupRequest_JoinGroupRequestProtocol)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('JoinGroupRequest', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupRequest', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('JoinGroupRequest', 9, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupRequest', 9, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('JoinGroupRequest', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('JoinGroupRequest', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.protocols = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupRequest', 9, p, 'Reason runs past the frame')
-            o.reason = str(buf[p:q], 'utf-8')
+            o0.reason = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.reason = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupRequest', 9, p, 'Reason runs past the frame')
+                o0.reason = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('JoinGroupRequest', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('JoinGroupRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupRequest', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_JoinGroupRequest_JoinGroupRequestProtocol_0(o, b, h):
     s = o.name
@@ -1229,7 +1353,7 @@ def _e_JoinGroupRequest_JoinGroupRequestProtocol_0(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     s = o.metadata
-    b += _S_1.pack(len(s))
+    b += _S_2.pack(len(s))
     b += s
 
 def _e_JoinGroupRequest_0(o, b, h):
@@ -1237,7 +1361,7 @@ def _e_JoinGroupRequest_0(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.session_timeout_ms)
+    b += _S_2.pack(o.session_timeout_ms)
     s = o.member_id
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -1247,7 +1371,7 @@ def _e_JoinGroupRequest_0(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     lst = o.protocols
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_JoinGroupRequest_JoinGroupRequestProtocol_0(e, b, h)
 
@@ -1256,7 +1380,7 @@ def _e_JoinGroupRequest_1(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_2.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
+    b += _S_5.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     s = o.member_id
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -1266,7 +1390,7 @@ def _e_JoinGroupRequest_1(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     lst = o.protocols
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_JoinGroupRequest_JoinGroupRequestProtocol_0(e, b, h)
 
@@ -1275,7 +1399,7 @@ def _e_JoinGroupRequest_5(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_2.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
+    b += _S_5.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     s = o.member_id
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -1292,7 +1416,7 @@ def _e_JoinGroupRequest_5(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     lst = o.protocols
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_JoinGroupRequest_JoinGroupRequestProtocol_0(e, b, h)
 
@@ -1327,7 +1451,7 @@ def _e_JoinGroupRequest_6(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
+    b += _S_5.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     s = o.member_id
     s = s.encode()
     n = len(s) + 1
@@ -1378,7 +1502,7 @@ def _e_JoinGroupRequest_8(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
+    b += _S_5.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
     s = o.member_id
     s = s.encode()
     n = len(s) + 1
@@ -1471,52 +1595,22 @@ class JoinGroupResponse(KafkaMessage):
 
 JoinGroupResponse.JoinGroupResponseMember = _JoinGroupResponse_JoinGroupResponseMember
 
-def _d_JoinGroupResponse_JoinGroupResponseMember_0(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 0, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 0, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 0, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_JoinGroupResponse_0(buf, p):
-    o = new(JoinGroupResponse)
-    o.throttle_time_ms = 0
-    o.protocol_type = None
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.error_code, o.generation_id = _S_3.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(JoinGroupResponse)
+        o0.throttle_time_ms = 0
+        o0.protocol_type = None
+        o0.skip_assignment = False
+        o0.error_code, o0.generation_id, n = _S_6.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('JoinGroupResponse', 0, p, 'null string in ProtocolName')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 0, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1524,9 +1618,9 @@ def _d_JoinGroupResponse_0(buf, p):
             raise DecodeError('JoinGroupResponse', 0, p, 'null string in Leader')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 0, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1534,74 +1628,66 @@ def _d_JoinGroupResponse_0(buf, p):
             raise DecodeError('JoinGroupResponse', 0, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupResponse', 0, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 0, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_0(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                o1.group_instance_id = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 0, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 0, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 0, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 0, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_1(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 1, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 1, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 1, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_1(buf, p):
-    o = new(JoinGroupResponse)
-    o.throttle_time_ms = 0
-    o.protocol_type = None
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.error_code, o.generation_id = _S_3.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(JoinGroupResponse)
+        o0.throttle_time_ms = 0
+        o0.protocol_type = None
+        o0.skip_assignment = False
+        o0.error_code, o0.generation_id, n = _S_6.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('JoinGroupResponse', 1, p, 'null string in ProtocolName')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 1, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1609,9 +1695,9 @@ def _d_JoinGroupResponse_1(buf, p):
             raise DecodeError('JoinGroupResponse', 1, p, 'null string in Leader')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 1, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1619,73 +1705,65 @@ def _d_JoinGroupResponse_1(buf, p):
             raise DecodeError('JoinGroupResponse', 1, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupResponse', 1, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 1, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_1(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                o1.group_instance_id = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 1, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 1, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 1, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 1, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_2(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 2, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 2, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 2, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_2(buf, p):
-    o = new(JoinGroupResponse)
-    o.protocol_type = None
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(JoinGroupResponse)
+        o0.protocol_type = None
+        o0.skip_assignment = False
+        o0.throttle_time_ms, o0.error_code, o0.generation_id, n = _S_7.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('JoinGroupResponse', 2, p, 'null string in ProtocolName')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 2, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1693,9 +1771,9 @@ def _d_JoinGroupResponse_2(buf, p):
             raise DecodeError('JoinGroupResponse', 2, p, 'null string in Leader')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 2, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1703,73 +1781,65 @@ def _d_JoinGroupResponse_2(buf, p):
             raise DecodeError('JoinGroupResponse', 2, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupResponse', 2, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 2, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_2(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                o1.group_instance_id = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 2, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 2, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 2, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 2, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_3(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 3, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 3, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 3, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_3(buf, p):
-    o = new(JoinGroupResponse)
-    o.protocol_type = None
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(JoinGroupResponse)
+        o0.protocol_type = None
+        o0.skip_assignment = False
+        o0.throttle_time_ms, o0.error_code, o0.generation_id, n = _S_7.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('JoinGroupResponse', 3, p, 'null string in ProtocolName')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 3, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1777,9 +1847,9 @@ def _d_JoinGroupResponse_3(buf, p):
             raise DecodeError('JoinGroupResponse', 3, p, 'null string in Leader')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 3, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1787,73 +1857,65 @@ def _d_JoinGroupResponse_3(buf, p):
             raise DecodeError('JoinGroupResponse', 3, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupResponse', 3, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 3, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_3(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                o1.group_instance_id = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 3, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 3, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 3, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 3, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_4(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    o.group_instance_id = None
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 4, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 4, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 4, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_4(buf, p):
-    o = new(JoinGroupResponse)
-    o.protocol_type = None
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(JoinGroupResponse)
+        o0.protocol_type = None
+        o0.skip_assignment = False
+        o0.throttle_time_ms, o0.error_code, o0.generation_id, n = _S_7.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('JoinGroupResponse', 4, p, 'null string in ProtocolName')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 4, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1861,9 +1923,9 @@ def _d_JoinGroupResponse_4(buf, p):
             raise DecodeError('JoinGroupResponse', 4, p, 'null string in Leader')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 4, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1871,82 +1933,65 @@ def _d_JoinGroupResponse_4(buf, p):
             raise DecodeError('JoinGroupResponse', 4, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupResponse', 4, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 4, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_4(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                o1.group_instance_id = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 4, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 4, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 4, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 4, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_5(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 5, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 5, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 5, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 5, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_5(buf, p):
-    o = new(JoinGroupResponse)
-    o.protocol_type = None
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0 = new(JoinGroupResponse)
+        o0.protocol_type = None
+        o0.skip_assignment = False
+        o0.throttle_time_ms, o0.error_code, o0.generation_id, n = _S_7.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('JoinGroupResponse', 5, p, 'null string in ProtocolName')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 5, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1954,9 +1999,9 @@ def _d_JoinGroupResponse_5(buf, p):
             raise DecodeError('JoinGroupResponse', 5, p, 'null string in Leader')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 5, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -1964,146 +2009,132 @@ def _d_JoinGroupResponse_5(buf, p):
             raise DecodeError('JoinGroupResponse', 5, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('JoinGroupResponse', 5, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 5, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_5(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 5, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 5, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.group_instance_id = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 5, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 5, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 5, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_6(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 6, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 6, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 6, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 6, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 6, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('JoinGroupResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('JoinGroupResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_6(buf, p):
-    o = new(JoinGroupResponse)
-    o.protocol_type = None
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
+        o0 = new(JoinGroupResponse)
+        o0.protocol_type = None
+        o0.skip_assignment = False
+        o0.throttle_time_ms, o0.error_code, o0.generation_id, k = _S_8.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 6, p, 'null string in ProtocolName')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 6, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 6, p, 'null string in Leader')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 6, p, 'null string in ProtocolName')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 6, p, 'ProtocolName runs past the frame')
+                o0.protocol_name = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 6, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 6, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 6, p, 'null string in Leader')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 6, p, 'Leader runs past the frame')
+                o0.leader = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 6, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 6, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 6, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2113,169 +2144,210 @@ def _d_JoinGroupResponse_6(buf, p):
         if n < 0:
             raise DecodeError('JoinGroupResponse', 6, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 6, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_6(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 6, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('JoinGroupResponse', 6, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupResponse', 6, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 6, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupResponse', 6, p, 'GroupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 6, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 6, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('JoinGroupResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('JoinGroupResponse', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('JoinGroupResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('JoinGroupResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_7(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 7, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 7, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 7, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 7, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 7, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('JoinGroupResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('JoinGroupResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_7(buf, p):
-    o = new(JoinGroupResponse)
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
+        o0 = new(JoinGroupResponse)
+        o0.skip_assignment = False
+        o0.throttle_time_ms, o0.error_code, o0.generation_id, k = _S_8.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_type = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 7, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_name = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_type = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 7, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 7, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 7, p, 'null string in Leader')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_name = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 7, p, 'ProtocolName runs past the frame')
+                o0.protocol_name = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 7, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 7, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 7, p, 'null string in Leader')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 7, p, 'Leader runs past the frame')
+                o0.leader = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 7, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 7, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 7, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2285,169 +2357,210 @@ def _d_JoinGroupResponse_7(buf, p):
         if n < 0:
             raise DecodeError('JoinGroupResponse', 7, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 7, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_7(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 7, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('JoinGroupResponse', 7, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupResponse', 7, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 7, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupResponse', 7, p, 'GroupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 7, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 7, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('JoinGroupResponse', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('JoinGroupResponse', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('JoinGroupResponse', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('JoinGroupResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_8(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 8, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 8, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 8, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 8, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 8, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('JoinGroupResponse', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('JoinGroupResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_8(buf, p):
-    o = new(JoinGroupResponse)
-    o.skip_assignment = False
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
+        o0 = new(JoinGroupResponse)
+        o0.skip_assignment = False
+        o0.throttle_time_ms, o0.error_code, o0.generation_id, k = _S_8.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_type = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 8, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_name = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_type = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 8, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 8, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 8, p, 'null string in Leader')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_name = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 8, p, 'ProtocolName runs past the frame')
+                o0.protocol_name = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 8, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 8, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 8, p, 'null string in Leader')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 8, p, 'Leader runs past the frame')
+                o0.leader = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 8, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 8, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 8, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2457,170 +2570,210 @@ def _d_JoinGroupResponse_8(buf, p):
         if n < 0:
             raise DecodeError('JoinGroupResponse', 8, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 8, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_8(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 8, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('JoinGroupResponse', 8, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupResponse', 8, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 8, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupResponse', 8, p, 'GroupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 8, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 8, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('JoinGroupResponse', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('JoinGroupResponse', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('JoinGroupResponse', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('JoinGroupResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_JoinGroupResponse_JoinGroupResponseMember_9(buf, p):
-    o = new(_JoinGroupResponse_JoinGroupResponseMember)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 9, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 9, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 9, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 9, p, 'null bytes in Metadata')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('JoinGroupResponse', 9, p, 'Metadata runs past the frame')
-            o.metadata = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('JoinGroupResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('JoinGroupResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('JoinGroupResponse', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_JoinGroupResponse_9(buf, p):
-    o = new(JoinGroupResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code, o.generation_id = _S_4.unpack_from(buf, p)
+        o0 = new(JoinGroupResponse)
+        o0.throttle_time_ms, o0.error_code, o0.generation_id, k = _S_8.unpack_from(buf, p)
         p += 10
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_type = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 9, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_name = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_type = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 9, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 9, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 9, p, 'null string in Leader')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_name = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 9, p, 'ProtocolName runs past the frame')
+                o0.protocol_name = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 9, p, 'Leader runs past the frame')
-            o.leader = str(buf[p:q], 'utf-8')
+            o0.leader = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.skip_assignment, = _S_5.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 9, p, 'null string in Leader')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 9, p, 'Leader runs past the frame')
+                o0.leader = str(buf[p:q], 'utf-8')
+                p = q
+        o0.skip_assignment, k = _S_9.unpack_from(buf, p)
         p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('JoinGroupResponse', 9, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('JoinGroupResponse', 9, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('JoinGroupResponse', 9, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('JoinGroupResponse', 9, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2630,37 +2783,115 @@ def _d_JoinGroupResponse_9(buf, p):
         if n < 0:
             raise DecodeError('JoinGroupResponse', 9, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('JoinGroupResponse', 9, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_JoinGroupResponse_JoinGroupResponseMember_9(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_JoinGroupResponse_JoinGroupResponseMember)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 9, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('JoinGroupResponse', 9, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupResponse', 9, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 9, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('JoinGroupResponse', 9, p, 'GroupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('JoinGroupResponse', 9, p, 'null bytes in Metadata')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('JoinGroupResponse', 9, p, 'Metadata runs past the frame')
+                    o1.metadata = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('JoinGroupResponse', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('JoinGroupResponse', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('JoinGroupResponse', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('JoinGroupResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('JoinGroupResponse', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_JoinGroupResponse_JoinGroupResponseMember_0(o, b, h):
     s = o.member_id
@@ -2668,11 +2899,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_0(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     s = o.metadata
-    b += _S_1.pack(len(s))
+    b += _S_2.pack(len(s))
     b += s
 
 def _e_JoinGroupResponse_0(o, b, h):
-    b += _S_3.pack(o.error_code, o.generation_id)
+    b += _S_10.pack(o.error_code, o.generation_id)
     s = o.protocol_name
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -2686,12 +2917,12 @@ def _e_JoinGroupResponse_0(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     lst = o.members
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_JoinGroupResponse_JoinGroupResponseMember_0(e, b, h)
 
 def _e_JoinGroupResponse_2(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     s = o.protocol_name
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -2705,7 +2936,7 @@ def _e_JoinGroupResponse_2(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     lst = o.members
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_JoinGroupResponse_JoinGroupResponseMember_0(e, b, h)
 
@@ -2722,11 +2953,11 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_5(o, b, h):
         b += _S_0.pack(len(s))
         b += s
     s = o.metadata
-    b += _S_1.pack(len(s))
+    b += _S_2.pack(len(s))
     b += s
 
 def _e_JoinGroupResponse_5(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     s = o.protocol_name
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -2740,7 +2971,7 @@ def _e_JoinGroupResponse_5(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     lst = o.members
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_JoinGroupResponse_JoinGroupResponseMember_5(e, b, h)
 
@@ -2778,7 +3009,7 @@ def _e_JoinGroupResponse_JoinGroupResponseMember_6(o, b, h):
         b.append(0)
 
 def _e_JoinGroupResponse_6(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     s = o.protocol_name
     s = s.encode()
     n = len(s) + 1
@@ -2818,7 +3049,7 @@ def _e_JoinGroupResponse_6(o, b, h):
         b.append(0)
 
 def _e_JoinGroupResponse_7(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     s = o.protocol_type
     if s is None:
         b.append(0)
@@ -2872,7 +3103,7 @@ def _e_JoinGroupResponse_7(o, b, h):
         b.append(0)
 
 def _e_JoinGroupResponse_9(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code, o.generation_id)
+    b += _S_11.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     s = o.protocol_type
     if s is None:
         b.append(0)
@@ -2903,7 +3134,7 @@ def _e_JoinGroupResponse_9(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.skip_assignment)
+    b += _S_12.pack(o.skip_assignment)
     s = o.member_id
     s = s.encode()
     n = len(s) + 1

@@ -12,20 +12,51 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>ii')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>h')
-_S_3 = _Struct('>iiii')
-_S_4 = _Struct('>?')
-_S_5 = _Struct('>iiq')
-_S_6 = _Struct('>iiqb')
-_S_7 = _Struct('>16s')
-_S_8 = _Struct('>?b')
-_S_9 = _Struct('>i?iqb')
-_S_10 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iii')
+_S_1 = _Struct('>h')
+_S_2 = _Struct('>iiiii')
+_S_3 = _Struct('>ii')
+_S_4 = _Struct('>i')
+_S_5 = _Struct('>ih')
+_S_6 = _Struct('>?')
+_S_7 = _Struct('>iiqi')
+_S_8 = _Struct('>iiqB')
+_S_9 = _Struct('>iiiiB')
+_S_10 = _Struct('>iB')
+_S_11 = _Struct('>?B')
+_S_12 = _Struct('>iiqbB')
+_S_13 = _Struct('>16sB')
+_S_14 = _Struct('>?bB')
+_S_15 = _Struct('>i?iqbB')
+_S_16 = _Struct('>iiii')
+_S_17 = _Struct('>iiq')
+_S_18 = _Struct('>iiqb')
+_S_19 = _Struct('>16s')
+_S_20 = _Struct('>?b')
+_S_21 = _Struct('>i?iqb')
+_S_22 = _Struct('>hi')
+_S_23 = _Struct('>hB')
+_S_24 = _Struct('>ihB')
 
 
 class _LeaderAndIsrRequest_LeaderAndIsrTopicState(KafkaStruct):
@@ -98,694 +129,436 @@ LeaderAndIsrRequest.LeaderAndIsrTopicState = _LeaderAndIsrRequest_LeaderAndIsrTo
 LeaderAndIsrRequest.LeaderAndIsrLiveLeader = _LeaderAndIsrRequest_LeaderAndIsrLiveLeader
 LeaderAndIsrRequest.LeaderAndIsrPartitionState = _LeaderAndIsrRequest_LeaderAndIsrPartitionState
 
-def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.is_new = False
-    o.leader_recovery_state = 0
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 0, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 0, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.partition_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 0, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 0, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
-    try:
-        o.broker_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 0, p, 'null string in HostName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 0, p, 'HostName runs past the frame')
-            o.host_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_LeaderAndIsrRequest_0(buf, p):
-    o = new(LeaderAndIsrRequest)
-    o.is_k_raft_controller = False
-    o.broker_epoch = -1
-    o.type = 0
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaderAndIsrRequest)
+        o0.is_k_raft_controller = False
+        o0.broker_epoch = -1
+        o0.type = 0
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, n = _S_0.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 0, p, 'null array in UngroupedPartitionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 0, p, 'array UngroupedPartitionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(buf, p)
-                app(e)
-            o.ungrouped_partition_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+                o1.adding_replicas = []
+                o1.removing_replicas = []
+                o1.is_new = False
+                o1.leader_recovery_state = 0
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n = _S_2.unpack_from(buf, p)
+                p += 20
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 0, p, 'null array in Isr')
+                else:
+                    if n < 64:
+                        o1.isr = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 0, p, 'array Isr longer than the frame')
+                        o1.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.partition_epoch, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 0, p, 'null array in Replicas')
+                else:
+                    if n < 64:
+                        o1.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 0, p, 'array Replicas longer than the frame')
+                        o1.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.ungrouped_partition_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 0, p, 'null array in LiveLeaders')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 0, p, 'array LiveLeaders longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(buf, p)
-                app(e)
-            o.live_leaders = lst
-        o.unknown_tags = None
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+                o1.broker_id, n = _S_5.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 0, p, 'null string in HostName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 0, p, 'HostName runs past the frame')
+                    o1.host_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, = _S_4.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_leaders = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.leader_recovery_state = 0
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 1, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 1, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.partition_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 1, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 1, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.is_new, = _S_4.unpack_from(buf, p)
-        p += 1
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
-    try:
-        o.broker_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 1, p, 'null string in HostName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 1, p, 'HostName runs past the frame')
-            o.host_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrRequest_1(buf, p):
-    o = new(LeaderAndIsrRequest)
-    o.is_k_raft_controller = False
-    o.broker_epoch = -1
-    o.type = 0
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaderAndIsrRequest)
+        o0.is_k_raft_controller = False
+        o0.broker_epoch = -1
+        o0.type = 0
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, n = _S_0.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 1, p, 'null array in UngroupedPartitionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 1, p, 'array UngroupedPartitionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(buf, p)
-                app(e)
-            o.ungrouped_partition_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+                o1.adding_replicas = []
+                o1.removing_replicas = []
+                o1.leader_recovery_state = 0
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 1, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 1, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n = _S_2.unpack_from(buf, p)
+                p += 20
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 1, p, 'null array in Isr')
+                else:
+                    if n < 64:
+                        o1.isr = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 1, p, 'array Isr longer than the frame')
+                        o1.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.partition_epoch, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 1, p, 'null array in Replicas')
+                else:
+                    if n < 64:
+                        o1.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 1, p, 'array Replicas longer than the frame')
+                        o1.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.is_new, = _S_6.unpack_from(buf, p)
+                p += 1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.ungrouped_partition_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 1, p, 'null array in LiveLeaders')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 1, p, 'array LiveLeaders longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_1(buf, p)
-                app(e)
-            o.live_leaders = lst
-        o.unknown_tags = None
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+                o1.broker_id, n = _S_5.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 1, p, 'null string in HostName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 1, p, 'HostName runs past the frame')
+                    o1.host_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, = _S_4.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_leaders = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
-    o.topic_name = ''
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.leader_recovery_state = 0
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 2, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 2, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.partition_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 2, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 2, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.is_new, = _S_4.unpack_from(buf, p)
-        p += 1
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 2, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 2, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 2, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 2, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf, p)
-                app(e)
-            o.partition_states = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_2(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
-    try:
-        o.broker_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 2, p, 'null string in HostName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 2, p, 'HostName runs past the frame')
-            o.host_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrRequest_2(buf, p):
-    o = new(LeaderAndIsrRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaderAndIsrRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, n = _S_7.unpack_from(buf, p)
+        p += 20
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 2, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 2, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(buf, p)
-                app(e)
-            o.topic_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 2, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 2, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 2, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrRequest', 2, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+                        o2.topic_name = ''
+                        o2.adding_replicas = []
+                        o2.removing_replicas = []
+                        o2.leader_recovery_state = 0
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n = _S_2.unpack_from(buf, p)
+                        p += 20
+                        if n < 0:
+                            raise DecodeError('LeaderAndIsrRequest', 2, p, 'null array in Isr')
+                        else:
+                            if n < 64:
+                                o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 2, p, 'array Isr longer than the frame')
+                                o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.partition_epoch, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            raise DecodeError('LeaderAndIsrRequest', 2, p, 'null array in Replicas')
+                        else:
+                            if n < 64:
+                                o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 2, p, 'array Replicas longer than the frame')
+                                o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.is_new, = _S_6.unpack_from(buf, p)
+                        p += 1
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_states = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 2, p, 'null array in LiveLeaders')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 2, p, 'array LiveLeaders longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_2(buf, p)
-                app(e)
-            o.live_leaders = lst
-        o.unknown_tags = None
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+                o1.broker_id, n = _S_5.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 2, p, 'null string in HostName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 2, p, 'HostName runs past the frame')
+                    o1.host_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, = _S_4.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_leaders = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
-    o.topic_name = ''
-    o.leader_recovery_state = 0
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 3, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.partition_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 3, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in AddingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 3, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in RemovingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 3, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.is_new, = _S_4.unpack_from(buf, p)
-        p += 1
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 3, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 3, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf, p)
-                app(e)
-            o.partition_states = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_3(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
-    try:
-        o.broker_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null string in HostName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 3, p, 'HostName runs past the frame')
-            o.host_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrRequest_3(buf, p):
-    o = new(LeaderAndIsrRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaderAndIsrRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, n = _S_7.unpack_from(buf, p)
+        p += 20
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 3, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(buf, p)
-                app(e)
-            o.topic_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 3, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 3, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrRequest', 3, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+                        o2.topic_name = ''
+                        o2.leader_recovery_state = 0
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n = _S_2.unpack_from(buf, p)
+                        p += 20
+                        if n < 0:
+                            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in Isr')
+                        else:
+                            if n < 64:
+                                o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 3, p, 'array Isr longer than the frame')
+                                o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.partition_epoch, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in Replicas')
+                        else:
+                            if n < 64:
+                                o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 3, p, 'array Replicas longer than the frame')
+                                o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_4.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in AddingReplicas')
+                        else:
+                            if n < 64:
+                                o2.adding_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 3, p, 'array AddingReplicas longer than the frame')
+                                o2.adding_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_4.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in RemovingReplicas')
+                        else:
+                            if n < 64:
+                                o2.removing_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 3, p, 'array RemovingReplicas longer than the frame')
+                                o2.removing_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.is_new, = _S_6.unpack_from(buf, p)
+                        p += 1
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_states = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 3, p, 'null array in LiveLeaders')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 3, p, 'array LiveLeaders longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_3(buf, p)
-                app(e)
-            o.live_leaders = lst
-        o.unknown_tags = None
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+                o1.broker_id, n = _S_5.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 3, p, 'null string in HostName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 3, p, 'HostName runs past the frame')
+                    o1.host_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, = _S_4.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_leaders = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
-    o.topic_name = ''
-    o.leader_recovery_state = 0
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.partition_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in AddingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in RemovingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.is_new, = _S_4.unpack_from(buf, p)
-        p += 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 4, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_4(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
-    try:
-        o.broker_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 4, p, 'null string in HostName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 4, p, 'HostName runs past the frame')
-            o.host_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrRequest_4(buf, p):
-    o = new(LeaderAndIsrRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch = _S_5.unpack_from(buf, p)
+        o0 = new(LeaderAndIsrRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, k = _S_8.unpack_from(buf, p)
         p += 16
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -793,14 +566,184 @@ def _d_LeaderAndIsrRequest_4(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 4, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrRequest', 4, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+                        o2.topic_name = ''
+                        o2.leader_recovery_state = 0
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_9.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 65:
+                            o2.isr = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in Isr')
+                            else:
+                                if n < 64:
+                                    o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'array Isr longer than the frame')
+                                    o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.partition_epoch, k = _S_10.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in Replicas')
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.adding_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in AddingReplicas')
+                            else:
+                                if n < 64:
+                                    o2.adding_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'array AddingReplicas longer than the frame')
+                                    o2.adding_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.removing_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in RemovingReplicas')
+                            else:
+                                if n < 64:
+                                    o2.removing_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'array RemovingReplicas longer than the frame')
+                                    o2.removing_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.is_new, k = _S_11.unpack_from(buf, p)
+                        p += 1
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -810,239 +753,93 @@ def _d_LeaderAndIsrRequest_4(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 4, p, 'null array in LiveLeaders')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 4, p, 'array LiveLeaders longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_4(buf, p)
-                app(e)
-            o.live_leaders = lst
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+                o1.broker_id, k = _S_10.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'HostName runs past the frame')
+                    o1.host_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrRequest', 4, p, 'null string in HostName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrRequest', 4, p, 'HostName runs past the frame')
+                        o1.host_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_10.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.live_leaders = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaderAndIsrRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaderAndIsrRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
-    o.topic_name = ''
-    o.leader_recovery_state = 0
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.partition_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in AddingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in RemovingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.is_new, = _S_4.unpack_from(buf, p)
-        p += 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_5(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 5, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, = _S_7.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_5(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
-    try:
-        o.broker_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 5, p, 'null string in HostName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 5, p, 'HostName runs past the frame')
-            o.host_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrRequest_5(buf, p):
-    o = new(LeaderAndIsrRequest)
-    o.is_k_raft_controller = False
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S_6.unpack_from(buf, p)
+        o0 = new(LeaderAndIsrRequest)
+        o0.is_k_raft_controller = False
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, o0.type, k = _S_12.unpack_from(buf, p)
         p += 17
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1050,14 +847,185 @@ def _d_LeaderAndIsrRequest_5(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 5, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_5(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrRequest', 5, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, k = _S_13.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+                        o2.topic_name = ''
+                        o2.leader_recovery_state = 0
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_9.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 65:
+                            o2.isr = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in Isr')
+                            else:
+                                if n < 64:
+                                    o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'array Isr longer than the frame')
+                                    o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.partition_epoch, k = _S_10.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in Replicas')
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.adding_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in AddingReplicas')
+                            else:
+                                if n < 64:
+                                    o2.adding_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'array AddingReplicas longer than the frame')
+                                    o2.adding_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.removing_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in RemovingReplicas')
+                            else:
+                                if n < 64:
+                                    o2.removing_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'array RemovingReplicas longer than the frame')
+                                    o2.removing_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.is_new, k = _S_11.unpack_from(buf, p)
+                        p += 1
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1067,238 +1035,93 @@ def _d_LeaderAndIsrRequest_5(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 5, p, 'null array in LiveLeaders')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 5, p, 'array LiveLeaders longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_5(buf, p)
-                app(e)
-            o.live_leaders = lst
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+                o1.broker_id, k = _S_10.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'HostName runs past the frame')
+                    o1.host_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrRequest', 5, p, 'null string in HostName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrRequest', 5, p, 'HostName runs past the frame')
+                        o1.host_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_10.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.live_leaders = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaderAndIsrRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaderAndIsrRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.partition_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in AddingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in RemovingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.is_new, o.leader_recovery_state = _S_8.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_6(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 6, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, = _S_7.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_6(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
-    try:
-        o.broker_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 6, p, 'null string in HostName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 6, p, 'HostName runs past the frame')
-            o.host_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrRequest_6(buf, p):
-    o = new(LeaderAndIsrRequest)
-    o.is_k_raft_controller = False
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch, o.type = _S_6.unpack_from(buf, p)
+        o0 = new(LeaderAndIsrRequest)
+        o0.is_k_raft_controller = False
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, o0.type, k = _S_12.unpack_from(buf, p)
         p += 17
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1306,14 +1129,184 @@ def _d_LeaderAndIsrRequest_6(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 6, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_6(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrRequest', 6, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, k = _S_13.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_9.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 65:
+                            o2.isr = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in Isr')
+                            else:
+                                if n < 64:
+                                    o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'array Isr longer than the frame')
+                                    o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.partition_epoch, k = _S_10.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in Replicas')
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.adding_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in AddingReplicas')
+                            else:
+                                if n < 64:
+                                    o2.adding_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'array AddingReplicas longer than the frame')
+                                    o2.adding_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.removing_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in RemovingReplicas')
+                            else:
+                                if n < 64:
+                                    o2.removing_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'array RemovingReplicas longer than the frame')
+                                    o2.removing_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.is_new, o2.leader_recovery_state, k = _S_14.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1323,237 +1316,92 @@ def _d_LeaderAndIsrRequest_6(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 6, p, 'null array in LiveLeaders')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 6, p, 'array LiveLeaders longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_6(buf, p)
-                app(e)
-            o.live_leaders = lst
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+                o1.broker_id, k = _S_10.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'HostName runs past the frame')
+                    o1.host_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrRequest', 6, p, 'null string in HostName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrRequest', 6, p, 'HostName runs past the frame')
+                        o1.host_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_10.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.live_leaders = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaderAndIsrRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaderAndIsrRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_7(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.partition_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in AddingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'array AddingReplicas longer than the frame')
-            o.adding_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in RemovingReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'array RemovingReplicas longer than the frame')
-            o.removing_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.is_new, o.leader_recovery_state = _S_8.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_7(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 7, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, = _S_7.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrPartitionState_7(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_7(buf, p):
-    o = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
-    try:
-        o.broker_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrRequest', 7, p, 'null string in HostName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrRequest', 7, p, 'HostName runs past the frame')
-            o.host_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrRequest_7(buf, p):
-    o = new(LeaderAndIsrRequest)
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type = _S_9.unpack_from(buf, p)
+        o0 = new(LeaderAndIsrRequest)
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.is_k_raft_controller, o0.controller_epoch, o0.broker_epoch, o0.type, k = _S_15.unpack_from(buf, p)
         p += 18
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1561,14 +1409,184 @@ def _d_LeaderAndIsrRequest_7(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 7, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrTopicState_7(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrTopicState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrRequest', 7, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, k = _S_13.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_9.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 65:
+                            o2.isr = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in Isr')
+                            else:
+                                if n < 64:
+                                    o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'array Isr longer than the frame')
+                                    o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.partition_epoch, k = _S_10.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in Replicas')
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.adding_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in AddingReplicas')
+                            else:
+                                if n < 64:
+                                    o2.adding_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'array AddingReplicas longer than the frame')
+                                    o2.adding_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.removing_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in RemovingReplicas')
+                            else:
+                                if n < 64:
+                                    o2.removing_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'array RemovingReplicas longer than the frame')
+                                    o2.removing_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.is_new, o2.leader_recovery_state, k = _S_14.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1578,169 +1596,214 @@ def _d_LeaderAndIsrRequest_7(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrRequest', 7, p, 'null array in LiveLeaders')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrRequest', 7, p, 'array LiveLeaders longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_7(buf, p)
-                app(e)
-            o.live_leaders = lst
+                o1 = new(_LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+                o1.broker_id, k = _S_10.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'HostName runs past the frame')
+                    o1.host_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrRequest', 7, p, 'null string in HostName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrRequest', 7, p, 'HostName runs past the frame')
+                        o1.host_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_10.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.live_leaders = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaderAndIsrRequest', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaderAndIsrRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_16.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.partition_epoch)
+    b += _S_4.pack(o.partition_epoch)
     lst = o.replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(o, b, h):
-    b += _S_1.pack(o.broker_id)
+    b += _S_4.pack(o.broker_id)
     s = o.host_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_1.pack(o.port)
+    b += _S_4.pack(o.port)
 
 def _e_LeaderAndIsrRequest_0(o, b, h):
-    b += _S_0.pack(o.controller_id, o.controller_epoch)
+    b += _S_3.pack(o.controller_id, o.controller_epoch)
     lst = o.ungrouped_partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_0(e, b, h)
     lst = o.live_leaders
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(e, b, h)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_16.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.partition_epoch)
+    b += _S_4.pack(o.partition_epoch)
     lst = o.replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_4.pack(o.is_new)
+    b += _S_6.pack(o.is_new)
 
 def _e_LeaderAndIsrRequest_1(o, b, h):
-    b += _S_0.pack(o.controller_id, o.controller_epoch)
+    b += _S_3.pack(o.controller_id, o.controller_epoch)
     lst = o.ungrouped_partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_1(e, b, h)
     lst = o.live_leaders
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(e, b, h)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(o, b, h):
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_16.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.partition_epoch)
+    b += _S_4.pack(o.partition_epoch)
     lst = o.replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_4.pack(o.is_new)
+    b += _S_6.pack(o.is_new)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(e, b, h)
 
 def _e_LeaderAndIsrRequest_2(o, b, h):
-    b += _S_5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    b += _S_17.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_2(e, b, h)
     lst = o.live_leaders
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(e, b, h)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(o, b, h):
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_16.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.partition_epoch)
+    b += _S_4.pack(o.partition_epoch)
     lst = o.replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
     lst = o.adding_replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
     lst = o.removing_replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_4.pack(o.is_new)
+    b += _S_6.pack(o.is_new)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(e, b, h)
 
 def _e_LeaderAndIsrRequest_3(o, b, h):
-    b += _S_5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    b += _S_17.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_3(e, b, h)
     lst = o.live_leaders
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_0(e, b, h)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(o, b, h):
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_16.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
     n = len(lst) + 1
     if n < 128:
@@ -1748,7 +1811,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.partition_epoch)
+    b += _S_4.pack(o.partition_epoch)
     lst = o.replicas
     n = len(lst) + 1
     if n < 128:
@@ -1770,7 +1833,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_4.pack(o.is_new)
+    b += _S_6.pack(o.is_new)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1801,7 +1864,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_4(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_4(o, b, h):
-    b += _S_1.pack(o.broker_id)
+    b += _S_4.pack(o.broker_id)
     s = o.host_name
     s = s.encode()
     n = len(s) + 1
@@ -1810,7 +1873,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.port)
+    b += _S_4.pack(o.port)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1818,7 +1881,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_4(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrRequest_4(o, b, h):
-    b += _S_5.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    b += _S_17.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -1850,7 +1913,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_5(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_7.pack(o.topic_id)
+    b += _S_19.pack(o.topic_id)
     lst = o.partition_states
     n = len(lst) + 1
     if n < 128:
@@ -1866,7 +1929,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_5(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrRequest_5(o, b, h):
-    b += _S_6.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
+    b += _S_18.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -1890,7 +1953,7 @@ def _e_LeaderAndIsrRequest_5(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(o, b, h):
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_16.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
     n = len(lst) + 1
     if n < 128:
@@ -1898,7 +1961,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(o, b, h):
     else:
         write_uvarint(b, n)
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.partition_epoch)
+    b += _S_4.pack(o.partition_epoch)
     lst = o.replicas
     n = len(lst) + 1
     if n < 128:
@@ -1920,7 +1983,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(o, b, h):
     else:
         write_uvarint(b, n)
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_8.pack(o.is_new, o.leader_recovery_state)
+    b += _S_20.pack(o.is_new, o.leader_recovery_state)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1936,7 +1999,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_6(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_7.pack(o.topic_id)
+    b += _S_19.pack(o.topic_id)
     lst = o.partition_states
     n = len(lst) + 1
     if n < 128:
@@ -1952,7 +2015,7 @@ def _e_LeaderAndIsrRequest_LeaderAndIsrTopicState_6(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrRequest_6(o, b, h):
-    b += _S_6.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
+    b += _S_18.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -1976,7 +2039,7 @@ def _e_LeaderAndIsrRequest_6(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrRequest_7(o, b, h):
-    b += _S_9.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
+    b += _S_21.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -2045,233 +2108,159 @@ class LeaderAndIsrResponse(KafkaMessage):
 LeaderAndIsrResponse.LeaderAndIsrTopicError = _LeaderAndIsrResponse_LeaderAndIsrTopicError
 LeaderAndIsrResponse.LeaderAndIsrPartitionError = _LeaderAndIsrResponse_LeaderAndIsrPartitionError
 
-def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_0(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_LeaderAndIsrResponse_0(buf, p):
-    o = new(LeaderAndIsrResponse)
-    o.topics = []
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaderAndIsrResponse)
+        o0.topics = []
+        o0.error_code, n = _S_22.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 0, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrResponse', 0, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_0(buf, p)
-                app(e)
-            o.partition_errors = lst
-        o.unknown_tags = None
+                o1 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrResponse', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrResponse', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.error_code = _S_5.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.partition_errors = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrResponse', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrResponse', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrResponse_1(buf, p):
-    o = new(LeaderAndIsrResponse)
-    o.topics = []
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaderAndIsrResponse)
+        o0.topics = []
+        o0.error_code, n = _S_22.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 1, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrResponse', 1, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_1(buf, p)
-                app(e)
-            o.partition_errors = lst
-        o.unknown_tags = None
+                o1 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrResponse', 1, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrResponse', 1, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.error_code = _S_5.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.partition_errors = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrResponse', 2, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrResponse', 2, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrResponse_2(buf, p):
-    o = new(LeaderAndIsrResponse)
-    o.topics = []
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaderAndIsrResponse)
+        o0.topics = []
+        o0.error_code, n = _S_22.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 2, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrResponse', 2, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_2(buf, p)
-                app(e)
-            o.partition_errors = lst
-        o.unknown_tags = None
+                o1 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrResponse', 2, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrResponse', 2, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.error_code = _S_5.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.partition_errors = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_3(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaderAndIsrResponse', 3, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrResponse', 3, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrResponse_3(buf, p):
-    o = new(LeaderAndIsrResponse)
-    o.topics = []
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaderAndIsrResponse)
+        o0.topics = []
+        o0.error_code, n = _S_22.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 3, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrResponse', 3, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_3(buf, p)
-                app(e)
-            o.partition_errors = lst
-        o.unknown_tags = None
+                o1 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrResponse', 3, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrResponse', 3, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.error_code = _S_5.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.partition_errors = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_4(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrResponse', 4, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaderAndIsrResponse', 4, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrResponse_4(buf, p):
-    o = new(LeaderAndIsrResponse)
-    o.topics = []
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(LeaderAndIsrResponse)
+        o0.topics = []
+        o0.error_code, k = _S_23.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2279,122 +2268,91 @@ def _d_LeaderAndIsrResponse_4(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 4, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrResponse', 4, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_4(buf, p)
-                app(e)
-            o.partition_errors = lst
+                o1 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaderAndIsrResponse', 4, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaderAndIsrResponse', 4, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaderAndIsrResponse', 4, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition_index, o1.error_code, k = _S_24.unpack_from(buf, p)
+                p += 6
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.partition_errors = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaderAndIsrResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaderAndIsrResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_5(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_5(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrTopicError)
-    try:
-        o.topic_id, = _S_7.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrResponse', 5, p, 'null array in PartitionErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 5, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_5(buf, p)
-                app(e)
-            o.partition_errors = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrResponse_5(buf, p):
-    o = new(LeaderAndIsrResponse)
-    o.partition_errors = []
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(LeaderAndIsrResponse)
+        o0.partition_errors = []
+        o0.error_code, k = _S_23.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2402,122 +2360,109 @@ def _d_LeaderAndIsrResponse_5(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrResponse', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_5(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_LeaderAndIsrResponse_LeaderAndIsrTopicError)
+                o1.topic_id, k = _S_13.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'null array in PartitionErrors')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrResponse', 5, p, 'array PartitionErrors longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.error_code, k = _S_24.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_errors = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaderAndIsrResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaderAndIsrResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_6(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_6(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrTopicError)
-    try:
-        o.topic_id, = _S_7.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrResponse', 6, p, 'null array in PartitionErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 6, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_6(buf, p)
-                app(e)
-            o.partition_errors = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrResponse_6(buf, p):
-    o = new(LeaderAndIsrResponse)
-    o.partition_errors = []
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(LeaderAndIsrResponse)
+        o0.partition_errors = []
+        o0.error_code, k = _S_23.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2525,122 +2470,109 @@ def _d_LeaderAndIsrResponse_6(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrResponse', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_6(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_LeaderAndIsrResponse_LeaderAndIsrTopicError)
+                o1.topic_id, k = _S_13.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'null array in PartitionErrors')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrResponse', 6, p, 'array PartitionErrors longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.error_code, k = _S_24.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_errors = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaderAndIsrResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaderAndIsrResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_7(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.error_code = _S_10.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_7(buf, p):
-    o = new(_LeaderAndIsrResponse_LeaderAndIsrTopicError)
-    try:
-        o.topic_id, = _S_7.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaderAndIsrResponse', 7, p, 'null array in PartitionErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('LeaderAndIsrResponse', 7, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrPartitionError_7(buf, p)
-                app(e)
-            o.partition_errors = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaderAndIsrResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaderAndIsrResponse_7(buf, p):
-    o = new(LeaderAndIsrResponse)
-    o.partition_errors = []
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(LeaderAndIsrResponse)
+        o0.partition_errors = []
+        o0.error_code, k = _S_23.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2648,49 +2580,111 @@ def _d_LeaderAndIsrResponse_7(buf, p):
         if n < 0:
             raise DecodeError('LeaderAndIsrResponse', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaderAndIsrResponse', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaderAndIsrResponse_LeaderAndIsrTopicError_7(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_LeaderAndIsrResponse_LeaderAndIsrTopicError)
+                o1.topic_id, k = _S_13.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'null array in PartitionErrors')
+                else:
+                    if n > end - p:
+                        raise DecodeError('LeaderAndIsrResponse', 7, p, 'array PartitionErrors longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.error_code, k = _S_24.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_errors = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaderAndIsrResponse', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaderAndIsrResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaderAndIsrResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_0(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_10.pack(o.partition_index, o.error_code)
+    b += _S_5.pack(o.partition_index, o.error_code)
 
 def _e_LeaderAndIsrResponse_0(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_1.pack(o.error_code)
     lst = o.partition_errors
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_0(e, b, h)
 
@@ -2703,7 +2697,7 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_10.pack(o.partition_index, o.error_code)
+    b += _S_5.pack(o.partition_index, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2711,7 +2705,7 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_4(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrResponse_4(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_1.pack(o.error_code)
     lst = o.partition_errors
     n = len(lst) + 1
     if n < 128:
@@ -2727,7 +2721,7 @@ def _e_LeaderAndIsrResponse_4(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_5(o, b, h):
-    b += _S_10.pack(o.partition_index, o.error_code)
+    b += _S_5.pack(o.partition_index, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2735,7 +2729,7 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrPartitionError_5(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_5(o, b, h):
-    b += _S_7.pack(o.topic_id)
+    b += _S_19.pack(o.topic_id)
     lst = o.partition_errors
     n = len(lst) + 1
     if n < 128:
@@ -2751,7 +2745,7 @@ def _e_LeaderAndIsrResponse_LeaderAndIsrTopicError_5(o, b, h):
         b.append(0)
 
 def _e_LeaderAndIsrResponse_5(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_1.pack(o.error_code)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:

@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>h')
 _S_1 = _Struct('>i')
 _S_2 = _Struct('>ih')
+_S_3 = _Struct('>ihi')
+_S_4 = _Struct('>ihB')
+_S_5 = _Struct('>hB')
 
 
 class _LeaveGroupRequest_MemberIdentity(KafkaStruct):
@@ -51,18 +71,19 @@ class LeaveGroupRequest(KafkaMessage):
 LeaveGroupRequest.MemberIdentity = _LeaveGroupRequest_MemberIdentity
 
 def _d_LeaveGroupRequest_0(buf, p):
-    o = new(LeaveGroupRequest)
-    o.members = []
+    end = len(buf)
     try:
+        o0 = new(LeaveGroupRequest)
+        o0.members = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('LeaveGroupRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -70,28 +91,29 @@ def _d_LeaveGroupRequest_0(buf, p):
             raise DecodeError('LeaveGroupRequest', 0, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupRequest_1(buf, p):
-    o = new(LeaveGroupRequest)
-    o.members = []
+    end = len(buf)
     try:
+        o0 = new(LeaveGroupRequest)
+        o0.members = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('LeaveGroupRequest', 1, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -99,28 +121,29 @@ def _d_LeaveGroupRequest_1(buf, p):
             raise DecodeError('LeaveGroupRequest', 1, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupRequest_2(buf, p):
-    o = new(LeaveGroupRequest)
-    o.members = []
+    end = len(buf)
     try:
+        o0 = new(LeaveGroupRequest)
+        o0.members = []
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('LeaveGroupRequest', 2, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -128,150 +151,97 @@ def _d_LeaveGroupRequest_2(buf, p):
             raise DecodeError('LeaveGroupRequest', 2, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaveGroupRequest_MemberIdentity_3(buf, p):
-    o = new(_LeaveGroupRequest_MemberIdentity)
-    o.reason = None
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaveGroupRequest', 3, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupRequest', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupRequest', 3, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaveGroupRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupRequest_3(buf, p):
-    o = new(LeaveGroupRequest)
-    o.member_id = ''
+    end = len(buf)
     try:
+        o0 = new(LeaveGroupRequest)
+        o0.member_id = ''
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('LeaveGroupRequest', 3, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('LeaveGroupRequest', 3, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaveGroupRequest', 3, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaveGroupRequest_MemberIdentity_3(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_LeaveGroupRequest_MemberIdentity)
+                o1.reason = None
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaveGroupRequest', 3, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaveGroupRequest', 3, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.group_instance_id = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaveGroupRequest', 3, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaveGroupRequest_MemberIdentity_4(buf, p):
-    o = new(_LeaveGroupRequest_MemberIdentity)
-    o.reason = None
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaveGroupRequest', 4, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupRequest', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupRequest', 4, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaveGroupRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaveGroupRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaveGroupRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupRequest_4(buf, p):
-    o = new(LeaveGroupRequest)
-    o.member_id = ''
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaveGroupRequest', 4, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(LeaveGroupRequest)
+        o0.member_id = ''
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('LeaveGroupRequest', 4, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('LeaveGroupRequest', 4, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -281,125 +251,130 @@ def _d_LeaveGroupRequest_4(buf, p):
         if n < 0:
             raise DecodeError('LeaveGroupRequest', 4, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaveGroupRequest', 4, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaveGroupRequest_MemberIdentity_4(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_LeaveGroupRequest_MemberIdentity)
+                o1.reason = None
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupRequest', 4, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaveGroupRequest', 4, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupRequest', 4, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupRequest', 4, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupRequest', 4, p, 'GroupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaveGroupRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaveGroupRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaveGroupRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaveGroupRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaveGroupRequest_MemberIdentity_5(buf, p):
-    o = new(_LeaveGroupRequest_MemberIdentity)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaveGroupRequest', 5, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupRequest', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupRequest', 5, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.reason = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupRequest', 5, p, 'Reason runs past the frame')
-            o.reason = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaveGroupRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaveGroupRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaveGroupRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupRequest_5(buf, p):
-    o = new(LeaveGroupRequest)
-    o.member_id = ''
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaveGroupRequest', 5, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(LeaveGroupRequest)
+        o0.member_id = ''
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('LeaveGroupRequest', 5, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('LeaveGroupRequest', 5, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('LeaveGroupRequest', 5, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -409,37 +384,123 @@ def _d_LeaveGroupRequest_5(buf, p):
         if n < 0:
             raise DecodeError('LeaveGroupRequest', 5, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaveGroupRequest', 5, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaveGroupRequest_MemberIdentity_5(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_LeaveGroupRequest_MemberIdentity)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupRequest', 5, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaveGroupRequest', 5, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupRequest', 5, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupRequest', 5, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupRequest', 5, p, 'GroupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupRequest', 5, p, 'Reason runs past the frame')
+                    o1.reason = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.reason = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupRequest', 5, p, 'Reason runs past the frame')
+                        o1.reason = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaveGroupRequest', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaveGroupRequest', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaveGroupRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaveGroupRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_LeaveGroupRequest_0(o, b, h):
     s = o.group_id
@@ -618,156 +679,95 @@ class LeaveGroupResponse(KafkaMessage):
 LeaveGroupResponse.MemberResponse = _LeaveGroupResponse_MemberResponse
 
 def _d_LeaveGroupResponse_0(buf, p):
-    o = new(LeaveGroupResponse)
-    o.throttle_time_ms = 0
-    o.members = []
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
+        o0 = new(LeaveGroupResponse)
+        o0.throttle_time_ms = 0
+        o0.members = []
+        o0.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupResponse_1(buf, p):
-    o = new(LeaveGroupResponse)
-    o.members = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(LeaveGroupResponse)
+        o0.members = []
+        o0.throttle_time_ms, o0.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupResponse_2(buf, p):
-    o = new(LeaveGroupResponse)
-    o.members = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(LeaveGroupResponse)
+        o0.members = []
+        o0.throttle_time_ms, o0.error_code = _S_2.unpack_from(buf, p)
         p += 6
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaveGroupResponse_MemberResponse_3(buf, p):
-    o = new(_LeaveGroupResponse_MemberResponse)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('LeaveGroupResponse', 3, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupResponse', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupResponse', 3, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaveGroupResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupResponse_3(buf, p):
-    o = new(LeaveGroupResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(LeaveGroupResponse)
+        o0.throttle_time_ms, o0.error_code, n = _S_3.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('LeaveGroupResponse', 3, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaveGroupResponse', 3, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaveGroupResponse_MemberResponse_3(buf, p)
-                app(e)
-            o.members = lst
-        o.unknown_tags = None
+                o1 = new(_LeaveGroupResponse_MemberResponse)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('LeaveGroupResponse', 3, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaveGroupResponse', 3, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.group_instance_id = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('LeaveGroupResponse', 3, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.error_code, = _S_0.unpack_from(buf, p)
+                p += 2
+                o1.unknown_tags = None
+                app0(o1)
+            o0.members = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaveGroupResponse_MemberResponse_4(buf, p):
-    o = new(_LeaveGroupResponse_MemberResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaveGroupResponse', 4, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupResponse', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupResponse', 4, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaveGroupResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaveGroupResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaveGroupResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupResponse_4(buf, p):
-    o = new(LeaveGroupResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(LeaveGroupResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -775,102 +775,112 @@ def _d_LeaveGroupResponse_4(buf, p):
         if n < 0:
             raise DecodeError('LeaveGroupResponse', 4, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaveGroupResponse', 4, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaveGroupResponse_MemberResponse_4(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_LeaveGroupResponse_MemberResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupResponse', 4, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaveGroupResponse', 4, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupResponse', 4, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupResponse', 4, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupResponse', 4, p, 'GroupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaveGroupResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaveGroupResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaveGroupResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaveGroupResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_LeaveGroupResponse_MemberResponse_5(buf, p):
-    o = new(_LeaveGroupResponse_MemberResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('LeaveGroupResponse', 5, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupResponse', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('LeaveGroupResponse', 5, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('LeaveGroupResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('LeaveGroupResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('LeaveGroupResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_LeaveGroupResponse_5(buf, p):
-    o = new(LeaveGroupResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(LeaveGroupResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -878,37 +888,103 @@ def _d_LeaveGroupResponse_5(buf, p):
         if n < 0:
             raise DecodeError('LeaveGroupResponse', 5, p, 'null array in Members')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('LeaveGroupResponse', 5, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_LeaveGroupResponse_MemberResponse_5(buf, p)
-                app(e)
-            o.members = lst
+                o1 = new(_LeaveGroupResponse_MemberResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupResponse', 5, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('LeaveGroupResponse', 5, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupResponse', 5, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('LeaveGroupResponse', 5, p, 'GroupInstanceId runs past the frame')
+                    o1.group_instance_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.group_instance_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('LeaveGroupResponse', 5, p, 'GroupInstanceId runs past the frame')
+                        o1.group_instance_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('LeaveGroupResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('LeaveGroupResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.members = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('LeaveGroupResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('LeaveGroupResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('LeaveGroupResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_LeaveGroupResponse_0(o, b, h):
     b += _S_0.pack(o.error_code)

@@ -12,11 +12,30 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>ih')
-_S_1 = _Struct('>b')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>ihB')
+_S_1 = _Struct('>bB')
+_S_2 = _Struct('>ih')
+_S_3 = _Struct('>b')
 
 
 class ListConfigResourcesRequest(KafkaMessage):
@@ -35,72 +54,82 @@ class ListConfigResourcesRequest(KafkaMessage):
 
 
 def _d_ListConfigResourcesRequest_0(buf, p):
-    o = new(ListConfigResourcesRequest)
-    o.resource_types = []
+    end = len(buf)
     try:
+        o0 = new(ListConfigResourcesRequest)
+        o0.resource_types = []
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListConfigResourcesRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListConfigResourcesRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListConfigResourcesRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListConfigResourcesRequest_1(buf, p):
-    o = new(ListConfigResourcesRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
+        o0 = new(ListConfigResourcesRequest)
+        k = buf[p]
+        if 0 < k < 65:
+            o0.resource_types = [*_K_int8[k](buf, p + 1)]
+            p += 1 * k - 0
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListConfigResourcesRequest', 1, p, 'null array in ResourceTypes')
-        else:
-            if n * 1 > len(buf) - p:
-                raise DecodeError('ListConfigResourcesRequest', 1, p, 'array ResourceTypes longer than the frame')
-            o.resource_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
-            p += n * 1
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ListConfigResourcesRequest', 1, p, 'null array in ResourceTypes')
+            else:
+                if n < 64:
+                    o0.resource_types = [*_A_int8[n].unpack_from(buf, p)]
+                else:
+                    if n * 1 > end - p:
+                        raise DecodeError('ListConfigResourcesRequest', 1, p, 'array ResourceTypes longer than the frame')
+                    o0.resource_types = [*_Struct('>%db' % n).unpack_from(buf, p)]
+                p += n * 1
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListConfigResourcesRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListConfigResourcesRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListConfigResourcesRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ListConfigResourcesRequest_0(o, b, h):
     u = o.unknown_tags
@@ -156,55 +185,14 @@ class ListConfigResourcesResponse(KafkaMessage):
 
 ListConfigResourcesResponse.ConfigResource = _ListConfigResourcesResponse_ConfigResource
 
-def _d_ListConfigResourcesResponse_ConfigResource_0(buf, p):
-    o = new(_ListConfigResourcesResponse_ConfigResource)
-    o.resource_type = 16
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListConfigResourcesResponse', 0, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListConfigResourcesResponse', 0, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListConfigResourcesResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListConfigResourcesResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListConfigResourcesResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ListConfigResourcesResponse_0(buf, p):
-    o = new(ListConfigResourcesResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_0.unpack_from(buf, p)
+        o0 = new(ListConfigResourcesResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -212,88 +200,89 @@ def _d_ListConfigResourcesResponse_0(buf, p):
         if n < 0:
             raise DecodeError('ListConfigResourcesResponse', 0, p, 'null array in ConfigResources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListConfigResourcesResponse', 0, p, 'array ConfigResources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListConfigResourcesResponse_ConfigResource_0(buf, p)
-                app(e)
-            o.config_resources = lst
+                o1 = new(_ListConfigResourcesResponse_ConfigResource)
+                o1.resource_type = 16
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListConfigResourcesResponse', 0, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListConfigResourcesResponse', 0, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListConfigResourcesResponse', 0, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListConfigResourcesResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListConfigResourcesResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.config_resources = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListConfigResourcesResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListConfigResourcesResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListConfigResourcesResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ListConfigResourcesResponse_ConfigResource_1(buf, p):
-    o = new(_ListConfigResourcesResponse_ConfigResource)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListConfigResourcesResponse', 1, p, 'null string in ResourceName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListConfigResourcesResponse', 1, p, 'ResourceName runs past the frame')
-            o.resource_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.resource_type, = _S_1.unpack_from(buf, p)
-        p += 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListConfigResourcesResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListConfigResourcesResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListConfigResourcesResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListConfigResourcesResponse_1(buf, p):
-    o = new(ListConfigResourcesResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_0.unpack_from(buf, p)
+        o0 = new(ListConfigResourcesResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_0.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -301,37 +290,81 @@ def _d_ListConfigResourcesResponse_1(buf, p):
         if n < 0:
             raise DecodeError('ListConfigResourcesResponse', 1, p, 'null array in ConfigResources')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListConfigResourcesResponse', 1, p, 'array ConfigResources longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListConfigResourcesResponse_ConfigResource_1(buf, p)
-                app(e)
-            o.config_resources = lst
+                o1 = new(_ListConfigResourcesResponse_ConfigResource)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListConfigResourcesResponse', 1, p, 'ResourceName runs past the frame')
+                    o1.resource_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListConfigResourcesResponse', 1, p, 'null string in ResourceName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListConfigResourcesResponse', 1, p, 'ResourceName runs past the frame')
+                        o1.resource_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.resource_type, k = _S_1.unpack_from(buf, p)
+                p += 1
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListConfigResourcesResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListConfigResourcesResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.config_resources = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListConfigResourcesResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListConfigResourcesResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListConfigResourcesResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ListConfigResourcesResponse_ConfigResource_0(o, b, h):
     s = o.resource_name
@@ -349,7 +382,7 @@ def _e_ListConfigResourcesResponse_ConfigResource_0(o, b, h):
         b.append(0)
 
 def _e_ListConfigResourcesResponse_0(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms, o.error_code)
+    b += _S_2.pack(o.throttle_time_ms, o.error_code)
     lst = o.config_resources
     n = len(lst) + 1
     if n < 128:
@@ -373,7 +406,7 @@ def _e_ListConfigResourcesResponse_ConfigResource_1(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.resource_type)
+    b += _S_3.pack(o.resource_type)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -381,7 +414,7 @@ def _e_ListConfigResourcesResponse_ConfigResource_1(o, b, h):
         b.append(0)
 
 def _e_ListConfigResourcesResponse_1(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms, o.error_code)
+    b += _S_2.pack(o.throttle_time_ms, o.error_code)
     lst = o.config_resources
     n = len(lst) + 1
     if n < 128:

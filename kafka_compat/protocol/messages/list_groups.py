@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>h')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>hi')
+_S_1 = _Struct('>h')
+_S_2 = _Struct('>ihi')
+_S_3 = _Struct('>ihB')
+_S_4 = _Struct('>i')
+_S_5 = _Struct('>ih')
 
 
 class ListGroupsRequest(KafkaMessage):
@@ -37,68 +57,73 @@ class ListGroupsRequest(KafkaMessage):
 
 
 def _d_ListGroupsRequest_0(buf, p):
-    o = new(ListGroupsRequest)
-    o.states_filter = []
-    o.types_filter = []
+    end = len(buf)
     try:
-        o.unknown_tags = None
+        o0 = new(ListGroupsRequest)
+        o0.states_filter = []
+        o0.types_filter = []
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsRequest_1(buf, p):
-    o = new(ListGroupsRequest)
-    o.states_filter = []
-    o.types_filter = []
+    end = len(buf)
     try:
-        o.unknown_tags = None
+        o0 = new(ListGroupsRequest)
+        o0.states_filter = []
+        o0.types_filter = []
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsRequest_2(buf, p):
-    o = new(ListGroupsRequest)
-    o.states_filter = []
-    o.types_filter = []
+    end = len(buf)
     try:
-        o.unknown_tags = None
+        o0 = new(ListGroupsRequest)
+        o0.states_filter = []
+        o0.types_filter = []
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsRequest_3(buf, p):
-    o = new(ListGroupsRequest)
-    o.states_filter = []
-    o.types_filter = []
+    end = len(buf)
     try:
+        o0 = new(ListGroupsRequest)
+        o0.states_filter = []
+        o0.types_filter = []
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListGroupsRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListGroupsRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsRequest_4(buf, p):
-    o = new(ListGroupsRequest)
-    o.types_filter = []
+    end = len(buf)
     try:
+        o0 = new(ListGroupsRequest)
+        o0.types_filter = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -108,54 +133,63 @@ def _d_ListGroupsRequest_4(buf, p):
         if n < 0:
             raise DecodeError('ListGroupsRequest', 4, p, 'null array in StatesFilter')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsRequest', 4, p, 'array StatesFilter longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListGroupsRequest', 4, p, 'null string in StatesFilter')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListGroupsRequest', 4, p, 'StatesFilter runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.states_filter = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsRequest', 4, p, 'null string in StatesFilter')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsRequest', 4, p, 'StatesFilter runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.states_filter = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListGroupsRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListGroupsRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsRequest_5(buf, p):
-    o = new(ListGroupsRequest)
+    end = len(buf)
     try:
+        o0 = new(ListGroupsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -165,27 +199,35 @@ def _d_ListGroupsRequest_5(buf, p):
         if n < 0:
             raise DecodeError('ListGroupsRequest', 5, p, 'null array in StatesFilter')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsRequest', 5, p, 'array StatesFilter longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListGroupsRequest', 5, p, 'null string in StatesFilter')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListGroupsRequest', 5, p, 'StatesFilter runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.states_filter = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsRequest', 5, p, 'null string in StatesFilter')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsRequest', 5, p, 'StatesFilter runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.states_filter = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -195,50 +237,58 @@ def _d_ListGroupsRequest_5(buf, p):
         if n < 0:
             raise DecodeError('ListGroupsRequest', 5, p, 'null array in TypesFilter')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsRequest', 5, p, 'array TypesFilter longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListGroupsRequest', 5, p, 'null string in TypesFilter')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListGroupsRequest', 5, p, 'TypesFilter runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.types_filter = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsRequest', 5, p, 'null string in TypesFilter')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsRequest', 5, p, 'TypesFilter runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.types_filter = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListGroupsRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListGroupsRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ListGroupsRequest_0(o, b, h):
     pass
@@ -344,230 +394,150 @@ class ListGroupsResponse(KafkaMessage):
 
 ListGroupsResponse.ListedGroup = _ListGroupsResponse_ListedGroup
 
-def _d_ListGroupsResponse_ListedGroup_0(buf, p):
-    o = new(_ListGroupsResponse_ListedGroup)
-    o.group_state = ''
-    o.group_type = ''
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 0, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 0, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListGroupsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ListGroupsResponse_0(buf, p):
-    o = new(ListGroupsResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListGroupsResponse)
+        o0.throttle_time_ms = 0
+        o0.error_code, n = _S_0.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('ListGroupsResponse', 0, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsResponse', 0, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListGroupsResponse_ListedGroup_0(buf, p)
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                o1 = new(_ListGroupsResponse_ListedGroup)
+                o1.group_state = ''
+                o1.group_type = ''
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListGroupsResponse', 0, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 0, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListGroupsResponse', 0, p, 'null string in ProtocolType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 0, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ListGroupsResponse_ListedGroup_1(buf, p):
-    o = new(_ListGroupsResponse_ListedGroup)
-    o.group_state = ''
-    o.group_type = ''
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 1, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 1, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 1, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListGroupsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsResponse_1(buf, p):
-    o = new(ListGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListGroupsResponse)
+        o0.throttle_time_ms, o0.error_code, n = _S_2.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ListGroupsResponse', 1, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsResponse', 1, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListGroupsResponse_ListedGroup_1(buf, p)
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                o1 = new(_ListGroupsResponse_ListedGroup)
+                o1.group_state = ''
+                o1.group_type = ''
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListGroupsResponse', 1, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 1, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListGroupsResponse', 1, p, 'null string in ProtocolType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 1, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ListGroupsResponse_ListedGroup_2(buf, p):
-    o = new(_ListGroupsResponse_ListedGroup)
-    o.group_state = ''
-    o.group_type = ''
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 2, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 2, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 2, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListGroupsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsResponse_2(buf, p):
-    o = new(ListGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListGroupsResponse)
+        o0.throttle_time_ms, o0.error_code, n = _S_2.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ListGroupsResponse', 2, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsResponse', 2, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListGroupsResponse_ListedGroup_2(buf, p)
-                app(e)
-            o.groups = lst
-        o.unknown_tags = None
+                o1 = new(_ListGroupsResponse_ListedGroup)
+                o1.group_state = ''
+                o1.group_type = ''
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListGroupsResponse', 2, p, 'null string in GroupId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 2, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListGroupsResponse', 2, p, 'null string in ProtocolType')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 2, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.groups = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ListGroupsResponse_ListedGroup_3(buf, p):
-    o = new(_ListGroupsResponse_ListedGroup)
-    o.group_state = ''
-    o.group_type = ''
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 3, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 3, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 3, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListGroupsResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListGroupsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListGroupsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsResponse_3(buf, p):
-    o = new(ListGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(ListGroupsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_3.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -575,115 +545,112 @@ def _d_ListGroupsResponse_3(buf, p):
         if n < 0:
             raise DecodeError('ListGroupsResponse', 3, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsResponse', 3, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListGroupsResponse_ListedGroup_3(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_ListGroupsResponse_ListedGroup)
+                o1.group_state = ''
+                o1.group_type = ''
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 3, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 3, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 3, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 3, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 3, p, 'null string in ProtocolType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 3, p, 'ProtocolType runs past the frame')
+                        o1.protocol_type = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListGroupsResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListGroupsResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListGroupsResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListGroupsResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ListGroupsResponse_ListedGroup_4(buf, p):
-    o = new(_ListGroupsResponse_ListedGroup)
-    o.group_type = ''
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 4, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 4, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 4, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 4, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 4, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListGroupsResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListGroupsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListGroupsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsResponse_4(buf, p):
-    o = new(ListGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(ListGroupsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_3.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -691,128 +658,133 @@ def _d_ListGroupsResponse_4(buf, p):
         if n < 0:
             raise DecodeError('ListGroupsResponse', 4, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsResponse', 4, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListGroupsResponse_ListedGroup_4(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_ListGroupsResponse_ListedGroup)
+                o1.group_type = ''
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 4, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 4, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 4, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 4, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 4, p, 'null string in ProtocolType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 4, p, 'ProtocolType runs past the frame')
+                        o1.protocol_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 4, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 4, p, 'null string in GroupState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 4, p, 'GroupState runs past the frame')
+                        o1.group_state = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListGroupsResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListGroupsResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListGroupsResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListGroupsResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ListGroupsResponse_ListedGroup_5(buf, p):
-    o = new(_ListGroupsResponse_ListedGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 5, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 5, p, 'null string in ProtocolType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 5, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 5, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupType')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListGroupsResponse', 5, p, 'GroupType runs past the frame')
-            o.group_type = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListGroupsResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListGroupsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListGroupsResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListGroupsResponse_5(buf, p):
-    o = new(ListGroupsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(ListGroupsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_3.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -820,59 +792,167 @@ def _d_ListGroupsResponse_5(buf, p):
         if n < 0:
             raise DecodeError('ListGroupsResponse', 5, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListGroupsResponse', 5, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListGroupsResponse_ListedGroup_5(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_ListGroupsResponse_ListedGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 5, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 5, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 5, p, 'ProtocolType runs past the frame')
+                    o1.protocol_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 5, p, 'null string in ProtocolType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 5, p, 'ProtocolType runs past the frame')
+                        o1.protocol_type = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 5, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 5, p, 'GroupState runs past the frame')
+                        o1.group_state = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListGroupsResponse', 5, p, 'GroupType runs past the frame')
+                    o1.group_type = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListGroupsResponse', 5, p, 'null string in GroupType')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListGroupsResponse', 5, p, 'GroupType runs past the frame')
+                        o1.group_type = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListGroupsResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListGroupsResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListGroupsResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListGroupsResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListGroupsResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ListGroupsResponse_ListedGroup_0(o, b, h):
     s = o.group_id
     s = s.encode()
-    b += _S_0.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     s = o.protocol_type
     s = s.encode()
-    b += _S_0.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
 
 def _e_ListGroupsResponse_0(o, b, h):
-    b += _S_0.pack(o.error_code)
+    b += _S_1.pack(o.error_code)
     lst = o.groups
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_ListGroupsResponse_ListedGroup_0(e, b, h)
 
 def _e_ListGroupsResponse_1(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_5.pack(o.throttle_time_ms, o.error_code)
     lst = o.groups
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_ListGroupsResponse_ListedGroup_0(e, b, h)
 
@@ -900,7 +980,7 @@ def _e_ListGroupsResponse_ListedGroup_3(o, b, h):
         b.append(0)
 
 def _e_ListGroupsResponse_3(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_5.pack(o.throttle_time_ms, o.error_code)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:
@@ -947,7 +1027,7 @@ def _e_ListGroupsResponse_ListedGroup_4(o, b, h):
         b.append(0)
 
 def _e_ListGroupsResponse_4(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_5.pack(o.throttle_time_ms, o.error_code)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:
@@ -1002,7 +1082,7 @@ def _e_ListGroupsResponse_ListedGroup_5(o, b, h):
         b.append(0)
 
 def _e_ListGroupsResponse_5(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_5.pack(o.throttle_time_ms, o.error_code)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:

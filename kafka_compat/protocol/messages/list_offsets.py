@@ -12,18 +12,42 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>ii')
 _S_1 = _Struct('>h')
-_S_2 = _Struct('>iqi')
-_S_3 = _Struct('>iq')
-_S_4 = _Struct('>ib')
-_S_5 = _Struct('>iiq')
-_S_6 = _Struct('>ih')
-_S_7 = _Struct('>ihqq')
-_S_8 = _Struct('>ihqqi')
+_S_2 = _Struct('>i')
+_S_3 = _Struct('>iqi')
+_S_4 = _Struct('>iq')
+_S_5 = _Struct('>ibi')
+_S_6 = _Struct('>iiq')
+_S_7 = _Struct('>ibB')
+_S_8 = _Struct('>iiqB')
+_S_9 = _Struct('>iB')
+_S_10 = _Struct('>ib')
+_S_11 = _Struct('>ihi')
+_S_12 = _Struct('>ihqq')
+_S_13 = _Struct('>ihqqi')
+_S_14 = _Struct('>ihqqiB')
+_S_15 = _Struct('>ih')
 
 
 class _ListOffsetsRequest_ListOffsetsPartition(KafkaStruct):
@@ -70,503 +94,326 @@ class ListOffsetsRequest(KafkaMessage):
 ListOffsetsRequest.ListOffsetsPartition = _ListOffsetsRequest_ListOffsetsPartition
 ListOffsetsRequest.ListOffsetsTopic = _ListOffsetsRequest_ListOffsetsTopic
 
-def _d_ListOffsetsRequest_ListOffsetsPartition_0(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.current_leader_epoch = -1
-    try:
-        o.partition_index, o.timestamp, o.max_num_offsets = _S_2.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_0(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ListOffsetsRequest_0(buf, p):
-    o = new(ListOffsetsRequest)
-    o.isolation_level = 0
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsRequest)
+        o0.isolation_level = 0
+        o0.timeout_ms = 0
+        o0.replica_id, n = _S_0.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.current_leader_epoch = -1
+                        o2.partition_index, o2.timestamp, o2.max_num_offsets = _S_3.unpack_from(buf, p)
+                        p += 16
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_1(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.current_leader_epoch = -1
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.timestamp = _S_3.unpack_from(buf, p)
-        p += 12
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_1(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_1(buf, p):
-    o = new(ListOffsetsRequest)
-    o.isolation_level = 0
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsRequest)
+        o0.isolation_level = 0
+        o0.timeout_ms = 0
+        o0.replica_id, n = _S_0.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.timestamp = _S_4.unpack_from(buf, p)
+                        p += 12
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_2(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.current_leader_epoch = -1
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.timestamp = _S_3.unpack_from(buf, p)
-        p += 12
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_2(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_2(buf, p):
-    o = new(ListOffsetsRequest)
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
-        p += 5
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsRequest)
+        o0.timeout_ms = 0
+        o0.replica_id, o0.isolation_level, n = _S_5.unpack_from(buf, p)
+        p += 9
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.timestamp = _S_4.unpack_from(buf, p)
+                        p += 12
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_3(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.current_leader_epoch = -1
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.timestamp = _S_3.unpack_from(buf, p)
-        p += 12
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_3(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_3(buf, p):
-    o = new(ListOffsetsRequest)
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
-        p += 5
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsRequest)
+        o0.timeout_ms = 0
+        o0.replica_id, o0.isolation_level, n = _S_5.unpack_from(buf, p)
+        p += 9
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.timestamp = _S_4.unpack_from(buf, p)
+                        p += 12
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_4(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_5.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_4(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_4(buf, p):
-    o = new(ListOffsetsRequest)
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
-        p += 5
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsRequest)
+        o0.timeout_ms = 0
+        o0.replica_id, o0.isolation_level, n = _S_5.unpack_from(buf, p)
+        p += 9
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S_6.unpack_from(buf, p)
+                        p += 16
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_5(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_5.unpack_from(buf, p)
-        p += 16
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_5(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_5(buf, p):
-    o = new(ListOffsetsRequest)
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
-        p += 5
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsRequest)
+        o0.timeout_ms = 0
+        o0.replica_id, o0.isolation_level, n = _S_5.unpack_from(buf, p)
+        p += 9
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S_6.unpack_from(buf, p)
+                        p += 16
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_6(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_5.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_6(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 6, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 6, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_6(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_6(buf, p):
-    o = new(ListOffsetsRequest)
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
+        o0 = new(ListOffsetsRequest)
+        o0.timeout_ms = 0
+        o0.replica_id, o0.isolation_level, k = _S_7.unpack_from(buf, p)
         p += 5
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -574,134 +421,129 @@ def _d_ListOffsetsRequest_6(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_6(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsRequest', 6, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsRequest', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsRequest', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsRequest', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_7(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_5.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_7(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 7, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 7, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_7(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_7(buf, p):
-    o = new(ListOffsetsRequest)
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
+        o0 = new(ListOffsetsRequest)
+        o0.timeout_ms = 0
+        o0.replica_id, o0.isolation_level, k = _S_7.unpack_from(buf, p)
         p += 5
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -709,134 +551,129 @@ def _d_ListOffsetsRequest_7(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_7(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsRequest', 7, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsRequest', 7, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 7, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 7, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsRequest', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsRequest', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsRequest', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsRequest', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsRequest', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_8(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_5.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_8(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 8, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 8, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_8(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_8(buf, p):
-    o = new(ListOffsetsRequest)
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
+        o0 = new(ListOffsetsRequest)
+        o0.timeout_ms = 0
+        o0.replica_id, o0.isolation_level, k = _S_7.unpack_from(buf, p)
         p += 5
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -844,134 +681,129 @@ def _d_ListOffsetsRequest_8(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 8, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_8(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsRequest', 8, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsRequest', 8, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 8, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 8, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsRequest', 8, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsRequest', 8, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsRequest', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsRequest', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsRequest', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_9(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_5.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_9(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 9, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 9, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_9(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_9(buf, p):
-    o = new(ListOffsetsRequest)
-    o.timeout_ms = 0
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
+        o0 = new(ListOffsetsRequest)
+        o0.timeout_ms = 0
+        o0.replica_id, o0.isolation_level, k = _S_7.unpack_from(buf, p)
         p += 5
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -979,133 +811,128 @@ def _d_ListOffsetsRequest_9(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 9, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_9(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsRequest', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsRequest', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 9, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 9, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsRequest', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsRequest', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsRequest', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsRequest', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsRequest', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_10(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_5.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_10(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 10, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 10, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 10, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 10, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_10(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_10(buf, p):
-    o = new(ListOffsetsRequest)
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
+        o0 = new(ListOffsetsRequest)
+        o0.replica_id, o0.isolation_level, k = _S_7.unpack_from(buf, p)
         p += 5
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1113,135 +940,130 @@ def _d_ListOffsetsRequest_10(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 10, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_10(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 10, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsRequest', 10, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsRequest', 10, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 10, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 10, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsRequest', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsRequest', 10, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsRequest', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsRequest', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsRequest', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsPartition_11(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsPartition)
-    o.max_num_offsets = 1
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_5.unpack_from(buf, p)
-        p += 16
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsRequest_ListOffsetsTopic_11(buf, p):
-    o = new(_ListOffsetsRequest_ListOffsetsTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 11, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsRequest', 11, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsRequest', 11, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsRequest', 11, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsPartition_11(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsRequest', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsRequest', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsRequest', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsRequest_11(buf, p):
-    o = new(ListOffsetsRequest)
+    end = len(buf)
     try:
-        o.replica_id, o.isolation_level = _S_4.unpack_from(buf, p)
+        o0 = new(ListOffsetsRequest)
+        o0.replica_id, o0.isolation_level, k = _S_7.unpack_from(buf, p)
         p += 5
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1249,42 +1071,124 @@ def _d_ListOffsetsRequest_11(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsRequest', 11, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsRequest', 11, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsRequest_ListOffsetsTopic_11(buf, p)
-                app(e)
-            o.topics = lst
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+                o1 = new(_ListOffsetsRequest_ListOffsetsTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsRequest', 11, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsRequest', 11, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsRequest', 11, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsRequest', 11, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsRequest', 11, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
+                        o2.max_num_offsets = 1
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsRequest', 11, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsRequest', 11, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsRequest', 11, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsRequest', 11, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.timeout_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsRequest', 11, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsRequest', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsRequest', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_0(o, b, h):
-    b += _S_2.pack(o.partition_index, o.timestamp, o.max_num_offsets)
+    b += _S_3.pack(o.partition_index, o.timestamp, o.max_num_offsets)
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_0(o, b, h):
     s = o.name
@@ -1292,19 +1196,19 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_0(o, b, h):
     b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsRequest_ListOffsetsPartition_0(e, b, h)
 
 def _e_ListOffsetsRequest_0(o, b, h):
-    b += _S_0.pack(o.replica_id)
+    b += _S_2.pack(o.replica_id)
     lst = o.topics
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsRequest_ListOffsetsTopic_0(e, b, h)
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_1(o, b, h):
-    b += _S_3.pack(o.partition_index, o.timestamp)
+    b += _S_4.pack(o.partition_index, o.timestamp)
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_1(o, b, h):
     s = o.name
@@ -1312,26 +1216,26 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_1(o, b, h):
     b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsRequest_ListOffsetsPartition_1(e, b, h)
 
 def _e_ListOffsetsRequest_1(o, b, h):
-    b += _S_0.pack(o.replica_id)
+    b += _S_2.pack(o.replica_id)
     lst = o.topics
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsRequest_ListOffsetsTopic_1(e, b, h)
 
 def _e_ListOffsetsRequest_2(o, b, h):
-    b += _S_4.pack(o.replica_id, o.isolation_level)
+    b += _S_10.pack(o.replica_id, o.isolation_level)
     lst = o.topics
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsRequest_ListOffsetsTopic_1(e, b, h)
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_4(o, b, h):
-    b += _S_5.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
+    b += _S_6.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
 
 def _e_ListOffsetsRequest_ListOffsetsTopic_4(o, b, h):
     s = o.name
@@ -1339,19 +1243,19 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_4(o, b, h):
     b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsRequest_ListOffsetsPartition_4(e, b, h)
 
 def _e_ListOffsetsRequest_4(o, b, h):
-    b += _S_4.pack(o.replica_id, o.isolation_level)
+    b += _S_10.pack(o.replica_id, o.isolation_level)
     lst = o.topics
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsRequest_ListOffsetsTopic_4(e, b, h)
 
 def _e_ListOffsetsRequest_ListOffsetsPartition_6(o, b, h):
-    b += _S_5.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
+    b += _S_6.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1382,7 +1286,7 @@ def _e_ListOffsetsRequest_ListOffsetsTopic_6(o, b, h):
         b.append(0)
 
 def _e_ListOffsetsRequest_6(o, b, h):
-    b += _S_4.pack(o.replica_id, o.isolation_level)
+    b += _S_10.pack(o.replica_id, o.isolation_level)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -1398,7 +1302,7 @@ def _e_ListOffsetsRequest_6(o, b, h):
         b.append(0)
 
 def _e_ListOffsetsRequest_10(o, b, h):
-    b += _S_4.pack(o.replica_id, o.isolation_level)
+    b += _S_10.pack(o.replica_id, o.isolation_level)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -1407,7 +1311,7 @@ def _e_ListOffsetsRequest_10(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_ListOffsetsRequest_ListOffsetsTopic_6(e, b, h)
-    b += _S_0.pack(o.timeout_ms)
+    b += _S_2.pack(o.timeout_ms)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1462,503 +1366,331 @@ class ListOffsetsResponse(KafkaMessage):
 ListOffsetsResponse.ListOffsetsPartitionResponse = _ListOffsetsResponse_ListOffsetsPartitionResponse
 ListOffsetsResponse.ListOffsetsTopicResponse = _ListOffsetsResponse_ListOffsetsTopicResponse
 
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_0(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.timestamp = -1
-    o.offset = -1
-    o.leader_epoch = -1
-    try:
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 0, p, 'null array in OldStyleOffsets')
-        else:
-            if n * 8 > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 0, p, 'array OldStyleOffsets longer than the frame')
-            o.old_style_offsets = list((_ARRAYS['q'][n] if n < 64 else _Struct('>%dq' % n)).unpack_from(buf, p))
-            p += n * 8
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_0(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ListOffsetsResponse_0(buf, p):
-    o = new(ListOffsetsResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
-        n, = _S_0.unpack_from(buf, p)
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms = 0
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.timestamp = -1
+                        o2.offset = -1
+                        o2.leader_epoch = -1
+                        o2.partition_index, o2.error_code, n = _S_11.unpack_from(buf, p)
+                        p += 10
+                        if n < 0:
+                            raise DecodeError('ListOffsetsResponse', 0, p, 'null array in OldStyleOffsets')
+                        else:
+                            if n < 64:
+                                o2.old_style_offsets = [*_A_int64[n].unpack_from(buf, p)]
+                            else:
+                                if n * 8 > end - p:
+                                    raise DecodeError('ListOffsetsResponse', 0, p, 'array OldStyleOffsets longer than the frame')
+                                o2.old_style_offsets = [*_Struct('>%dq' % n).unpack_from(buf, p)]
+                            p += n * 8
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_1(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    o.leader_epoch = -1
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset = _S_7.unpack_from(buf, p)
-        p += 22
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_1(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_1(buf, p):
-    o = new(ListOffsetsResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
-        n, = _S_0.unpack_from(buf, p)
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms = 0
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.leader_epoch = -1
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S_12.unpack_from(buf, p)
+                        p += 22
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_2(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    o.leader_epoch = -1
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset = _S_7.unpack_from(buf, p)
-        p += 22
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_2(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_2(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, n = _S_0.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.leader_epoch = -1
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S_12.unpack_from(buf, p)
+                        p += 22
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_3(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    o.leader_epoch = -1
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset = _S_7.unpack_from(buf, p)
-        p += 22
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_3(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, n = _S_0.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.leader_epoch = -1
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S_12.unpack_from(buf, p)
+                        p += 22
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_4(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_8.unpack_from(buf, p)
-        p += 26
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_4(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_4(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_4(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, n = _S_0.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S_13.unpack_from(buf, p)
+                        p += 26
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_5(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_8.unpack_from(buf, p)
-        p += 26
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_5(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_5(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_5(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, n = _S_0.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S_13.unpack_from(buf, p)
+                        p += 26
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_6(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_8.unpack_from(buf, p)
-        p += 26
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_6(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 6, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 6, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_6(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_6(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1966,133 +1698,128 @@ def _d_ListOffsetsResponse_6(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_6(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsResponse', 6, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsResponse', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
+                        p += 26
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsResponse', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsResponse', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsResponse', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_7(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_8.unpack_from(buf, p)
-        p += 26
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_7(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 7, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 7, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_7(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_7(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2100,133 +1827,128 @@ def _d_ListOffsetsResponse_7(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_7(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsResponse', 7, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsResponse', 7, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 7, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 7, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
+                        p += 26
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsResponse', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsResponse', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsResponse', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsResponse', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsResponse', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_8(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_8.unpack_from(buf, p)
-        p += 26
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_8(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 8, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 8, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_8(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_8(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2234,133 +1956,128 @@ def _d_ListOffsetsResponse_8(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 8, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_8(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsResponse', 8, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsResponse', 8, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 8, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 8, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
+                        p += 26
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsResponse', 8, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsResponse', 8, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsResponse', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsResponse', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsResponse', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_9(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_8.unpack_from(buf, p)
-        p += 26
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_9(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 9, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 9, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_9(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_9(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2368,133 +2085,128 @@ def _d_ListOffsetsResponse_9(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 9, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_9(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsResponse', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsResponse', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 9, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 9, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
+                        p += 26
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsResponse', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsResponse', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsResponse', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsResponse', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsResponse', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_10(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_8.unpack_from(buf, p)
-        p += 26
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_10(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 10, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 10, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 10, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 10, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_10(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_10(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2502,133 +2214,128 @@ def _d_ListOffsetsResponse_10(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 10, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_10(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 10, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsResponse', 10, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsResponse', 10, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 10, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 10, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
+                        p += 26
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsResponse', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsResponse', 10, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsResponse', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsResponse', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsResponse', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsPartitionResponse_11(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-    o.old_style_offsets = []
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_8.unpack_from(buf, p)
-        p += 26
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ListOffsetsResponse_ListOffsetsTopicResponse_11(buf, p):
-    o = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 11, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListOffsetsResponse', 11, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListOffsetsResponse', 11, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ListOffsetsResponse', 11, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsPartitionResponse_11(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListOffsetsResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListOffsetsResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListOffsetsResponse', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListOffsetsResponse_11(buf, p):
-    o = new(ListOffsetsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(ListOffsetsResponse)
+        o0.throttle_time_ms, k = _S_9.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2636,42 +2343,124 @@ def _d_ListOffsetsResponse_11(buf, p):
         if n < 0:
             raise DecodeError('ListOffsetsResponse', 11, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListOffsetsResponse', 11, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListOffsetsResponse_ListOffsetsTopicResponse_11(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListOffsetsResponse', 11, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListOffsetsResponse', 11, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListOffsetsResponse', 11, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ListOffsetsResponse', 11, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ListOffsetsResponse', 11, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                        o2.old_style_offsets = []
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
+                        p += 26
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ListOffsetsResponse', 11, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ListOffsetsResponse', 11, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListOffsetsResponse', 11, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListOffsetsResponse', 11, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListOffsetsResponse', 11, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListOffsetsResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListOffsetsResponse', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_0(o, b, h):
-    b += _S_6.pack(o.partition_index, o.error_code)
+    b += _S_15.pack(o.partition_index, o.error_code)
     lst = o.old_style_offsets
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     b += _pack('>%dq' % len(lst), *lst)
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_0(o, b, h):
@@ -2680,18 +2469,18 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_0(o, b, h):
     b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsResponse_ListOffsetsPartitionResponse_0(e, b, h)
 
 def _e_ListOffsetsResponse_0(o, b, h):
     lst = o.topics
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsResponse_ListOffsetsTopicResponse_0(e, b, h)
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_1(o, b, h):
-    b += _S_7.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
+    b += _S_12.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_1(o, b, h):
     s = o.name
@@ -2699,25 +2488,25 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_1(o, b, h):
     b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsResponse_ListOffsetsPartitionResponse_1(e, b, h)
 
 def _e_ListOffsetsResponse_1(o, b, h):
     lst = o.topics
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsResponse_ListOffsetsTopicResponse_1(e, b, h)
 
 def _e_ListOffsetsResponse_2(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     lst = o.topics
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsResponse_ListOffsetsTopicResponse_1(e, b, h)
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_4(o, b, h):
-    b += _S_8.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
+    b += _S_13.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
 
 def _e_ListOffsetsResponse_ListOffsetsTopicResponse_4(o, b, h):
     s = o.name
@@ -2725,19 +2514,19 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_4(o, b, h):
     b += _S_1.pack(len(s))
     b += s
     lst = o.partitions
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsResponse_ListOffsetsPartitionResponse_4(e, b, h)
 
 def _e_ListOffsetsResponse_4(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     lst = o.topics
-    b += _S_0.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ListOffsetsResponse_ListOffsetsTopicResponse_4(e, b, h)
 
 def _e_ListOffsetsResponse_ListOffsetsPartitionResponse_6(o, b, h):
-    b += _S_8.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
+    b += _S_13.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2768,7 +2557,7 @@ def _e_ListOffsetsResponse_ListOffsetsTopicResponse_6(o, b, h):
         b.append(0)
 
 def _e_ListOffsetsResponse_6(o, b, h):
-    b += _S_0.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:

@@ -12,11 +12,30 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>q')
-_S_1 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>qB')
+_S_1 = _Struct('>q')
+_S_2 = _Struct('>ihB')
+_S_3 = _Struct('>ih')
 
 
 class ListTransactionsRequest(KafkaMessage):
@@ -38,10 +57,11 @@ class ListTransactionsRequest(KafkaMessage):
 
 
 def _d_ListTransactionsRequest_0(buf, p):
-    o = new(ListTransactionsRequest)
-    o.duration_filter = -1
-    o.transactional_id_pattern = None
+    end = len(buf)
     try:
+        o0 = new(ListTransactionsRequest)
+        o0.duration_filter = -1
+        o0.transactional_id_pattern = None
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -51,68 +71,85 @@ def _d_ListTransactionsRequest_0(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 0, p, 'null array in StateFilters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsRequest', 0, p, 'array StateFilters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListTransactionsRequest', 0, p, 'null string in StateFilters')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListTransactionsRequest', 0, p, 'StateFilters runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.state_filters = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsRequest', 0, p, 'null string in StateFilters')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsRequest', 0, p, 'StateFilters runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.state_filters = lst0
+        k = buf[p]
+        if 0 < k < 65:
+            o0.producer_id_filters = [*_K_int64[k](buf, p + 1)]
+            p += 8 * k - 7
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsRequest', 0, p, 'null array in ProducerIdFilters')
-        else:
-            if n * 8 > len(buf) - p:
-                raise DecodeError('ListTransactionsRequest', 0, p, 'array ProducerIdFilters longer than the frame')
-            o.producer_id_filters = list((_ARRAYS['q'][n] if n < 64 else _Struct('>%dq' % n)).unpack_from(buf, p))
-            p += n * 8
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ListTransactionsRequest', 0, p, 'null array in ProducerIdFilters')
+            else:
+                if n < 64:
+                    o0.producer_id_filters = [*_A_int64[n].unpack_from(buf, p)]
+                else:
+                    if n * 8 > end - p:
+                        raise DecodeError('ListTransactionsRequest', 0, p, 'array ProducerIdFilters longer than the frame')
+                    o0.producer_id_filters = [*_Struct('>%dq' % n).unpack_from(buf, p)]
+                p += n * 8
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListTransactionsRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListTransactionsRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListTransactionsRequest_1(buf, p):
-    o = new(ListTransactionsRequest)
-    o.transactional_id_pattern = None
+    end = len(buf)
     try:
+        o0 = new(ListTransactionsRequest)
+        o0.transactional_id_pattern = None
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -122,69 +159,86 @@ def _d_ListTransactionsRequest_1(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 1, p, 'null array in StateFilters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsRequest', 1, p, 'array StateFilters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListTransactionsRequest', 1, p, 'null string in StateFilters')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListTransactionsRequest', 1, p, 'StateFilters runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.state_filters = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsRequest', 1, p, 'null string in StateFilters')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsRequest', 1, p, 'StateFilters runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.state_filters = lst0
+        k = buf[p]
+        if 0 < k < 65:
+            o0.producer_id_filters = [*_K_int64[k](buf, p + 1)]
+            p += 8 * k - 7
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsRequest', 1, p, 'null array in ProducerIdFilters')
-        else:
-            if n * 8 > len(buf) - p:
-                raise DecodeError('ListTransactionsRequest', 1, p, 'array ProducerIdFilters longer than the frame')
-            o.producer_id_filters = list((_ARRAYS['q'][n] if n < 64 else _Struct('>%dq' % n)).unpack_from(buf, p))
-            p += n * 8
-        o.duration_filter, = _S_0.unpack_from(buf, p)
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ListTransactionsRequest', 1, p, 'null array in ProducerIdFilters')
+            else:
+                if n < 64:
+                    o0.producer_id_filters = [*_A_int64[n].unpack_from(buf, p)]
+                else:
+                    if n * 8 > end - p:
+                        raise DecodeError('ListTransactionsRequest', 1, p, 'array ProducerIdFilters longer than the frame')
+                    o0.producer_id_filters = [*_Struct('>%dq' % n).unpack_from(buf, p)]
+                p += n * 8
+        o0.duration_filter, k = _S_0.unpack_from(buf, p)
         p += 8
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListTransactionsRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListTransactionsRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListTransactionsRequest_2(buf, p):
-    o = new(ListTransactionsRequest)
+    end = len(buf)
     try:
+        o0 = new(ListTransactionsRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -194,79 +248,102 @@ def _d_ListTransactionsRequest_2(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsRequest', 2, p, 'null array in StateFilters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsRequest', 2, p, 'array StateFilters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListTransactionsRequest', 2, p, 'null string in StateFilters')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListTransactionsRequest', 2, p, 'StateFilters runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.state_filters = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsRequest', 2, p, 'null string in StateFilters')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsRequest', 2, p, 'StateFilters runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.state_filters = lst0
+        k = buf[p]
+        if 0 < k < 65:
+            o0.producer_id_filters = [*_K_int64[k](buf, p + 1)]
+            p += 8 * k - 7
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsRequest', 2, p, 'null array in ProducerIdFilters')
-        else:
-            if n * 8 > len(buf) - p:
-                raise DecodeError('ListTransactionsRequest', 2, p, 'array ProducerIdFilters longer than the frame')
-            o.producer_id_filters = list((_ARRAYS['q'][n] if n < 64 else _Struct('>%dq' % n)).unpack_from(buf, p))
-            p += n * 8
-        o.duration_filter, = _S_0.unpack_from(buf, p)
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ListTransactionsRequest', 2, p, 'null array in ProducerIdFilters')
+            else:
+                if n < 64:
+                    o0.producer_id_filters = [*_A_int64[n].unpack_from(buf, p)]
+                else:
+                    if n * 8 > end - p:
+                        raise DecodeError('ListTransactionsRequest', 2, p, 'array ProducerIdFilters longer than the frame')
+                    o0.producer_id_filters = [*_Struct('>%dq' % n).unpack_from(buf, p)]
+                p += n * 8
+        o0.duration_filter, k = _S_0.unpack_from(buf, p)
         p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id_pattern = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ListTransactionsRequest', 2, p, 'TransactionalIdPattern runs past the frame')
-            o.transactional_id_pattern = str(buf[p:q], 'utf-8')
+            o0.transactional_id_pattern = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id_pattern = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ListTransactionsRequest', 2, p, 'TransactionalIdPattern runs past the frame')
+                o0.transactional_id_pattern = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListTransactionsRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListTransactionsRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ListTransactionsRequest_0(o, b, h):
     lst = o.state_filters
@@ -320,7 +397,7 @@ def _e_ListTransactionsRequest_1(o, b, h):
     else:
         write_uvarint(b, n)
     b += _pack('>%dq' % len(lst), *lst)
-    b += _S_0.pack(o.duration_filter)
+    b += _S_1.pack(o.duration_filter)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -350,7 +427,7 @@ def _e_ListTransactionsRequest_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += _pack('>%dq' % len(lst), *lst)
-    b += _S_0.pack(o.duration_filter)
+    b += _S_1.pack(o.duration_filter)
     s = o.transactional_id_pattern
     if s is None:
         b.append(0)
@@ -403,70 +480,14 @@ class ListTransactionsResponse(KafkaMessage):
 
 ListTransactionsResponse.TransactionState = _ListTransactionsResponse_TransactionState
 
-def _d_ListTransactionsResponse_TransactionState_0(buf, p):
-    o = new(_ListTransactionsResponse_TransactionState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsResponse', 0, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListTransactionsResponse', 0, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.producer_id, = _S_0.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsResponse', 0, p, 'null string in TransactionState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListTransactionsResponse', 0, p, 'TransactionState runs past the frame')
-            o.transaction_state = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListTransactionsResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListTransactionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListTransactionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ListTransactionsResponse_0(buf, p):
-    o = new(ListTransactionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
+        o0 = new(ListTransactionsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -474,27 +495,35 @@ def _d_ListTransactionsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 0, p, 'null array in UnknownStateFilters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsResponse', 0, p, 'array UnknownStateFilters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListTransactionsResponse', 0, p, 'null string in UnknownStateFilters')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListTransactionsResponse', 0, p, 'UnknownStateFilters runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.unknown_state_filters = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 0, p, 'null string in UnknownStateFilters')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 0, p, 'UnknownStateFilters runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.unknown_state_filters = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -504,102 +533,111 @@ def _d_ListTransactionsResponse_0(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 0, p, 'null array in TransactionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsResponse', 0, p, 'array TransactionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListTransactionsResponse_TransactionState_0(buf, p)
-                app(e)
-            o.transaction_states = lst
+                o1 = new(_ListTransactionsResponse_TransactionState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListTransactionsResponse', 0, p, 'TransactionalId runs past the frame')
+                    o1.transactional_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 0, p, 'null string in TransactionalId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 0, p, 'TransactionalId runs past the frame')
+                        o1.transactional_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.producer_id, k = _S_0.unpack_from(buf, p)
+                p += 8
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListTransactionsResponse', 0, p, 'TransactionState runs past the frame')
+                    o1.transaction_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 0, p, 'null string in TransactionState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 0, p, 'TransactionState runs past the frame')
+                        o1.transaction_state = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListTransactionsResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListTransactionsResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.transaction_states = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListTransactionsResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListTransactionsResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ListTransactionsResponse_TransactionState_1(buf, p):
-    o = new(_ListTransactionsResponse_TransactionState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsResponse', 1, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListTransactionsResponse', 1, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.producer_id, = _S_0.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsResponse', 1, p, 'null string in TransactionState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListTransactionsResponse', 1, p, 'TransactionState runs past the frame')
-            o.transaction_state = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListTransactionsResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListTransactionsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListTransactionsResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListTransactionsResponse_1(buf, p):
-    o = new(ListTransactionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
+        o0 = new(ListTransactionsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -607,27 +645,35 @@ def _d_ListTransactionsResponse_1(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 1, p, 'null array in UnknownStateFilters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsResponse', 1, p, 'array UnknownStateFilters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListTransactionsResponse', 1, p, 'null string in UnknownStateFilters')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListTransactionsResponse', 1, p, 'UnknownStateFilters runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.unknown_state_filters = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 1, p, 'null string in UnknownStateFilters')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 1, p, 'UnknownStateFilters runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.unknown_state_filters = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -637,102 +683,111 @@ def _d_ListTransactionsResponse_1(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 1, p, 'null array in TransactionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsResponse', 1, p, 'array TransactionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListTransactionsResponse_TransactionState_1(buf, p)
-                app(e)
-            o.transaction_states = lst
+                o1 = new(_ListTransactionsResponse_TransactionState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListTransactionsResponse', 1, p, 'TransactionalId runs past the frame')
+                    o1.transactional_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 1, p, 'null string in TransactionalId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 1, p, 'TransactionalId runs past the frame')
+                        o1.transactional_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.producer_id, k = _S_0.unpack_from(buf, p)
+                p += 8
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListTransactionsResponse', 1, p, 'TransactionState runs past the frame')
+                    o1.transaction_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 1, p, 'null string in TransactionState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 1, p, 'TransactionState runs past the frame')
+                        o1.transaction_state = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListTransactionsResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListTransactionsResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.transaction_states = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListTransactionsResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListTransactionsResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ListTransactionsResponse_TransactionState_2(buf, p):
-    o = new(_ListTransactionsResponse_TransactionState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsResponse', 2, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListTransactionsResponse', 2, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.producer_id, = _S_0.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ListTransactionsResponse', 2, p, 'null string in TransactionState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ListTransactionsResponse', 2, p, 'TransactionState runs past the frame')
-            o.transaction_state = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ListTransactionsResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ListTransactionsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ListTransactionsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ListTransactionsResponse_2(buf, p):
-    o = new(ListTransactionsResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
+        o0 = new(ListTransactionsResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -740,27 +795,35 @@ def _d_ListTransactionsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 2, p, 'null array in UnknownStateFilters')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsResponse', 2, p, 'array UnknownStateFilters longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ListTransactionsResponse', 2, p, 'null string in UnknownStateFilters')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ListTransactionsResponse', 2, p, 'UnknownStateFilters runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.unknown_state_filters = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 2, p, 'null string in UnknownStateFilters')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 2, p, 'UnknownStateFilters runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.unknown_state_filters = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -770,37 +833,102 @@ def _d_ListTransactionsResponse_2(buf, p):
         if n < 0:
             raise DecodeError('ListTransactionsResponse', 2, p, 'null array in TransactionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ListTransactionsResponse', 2, p, 'array TransactionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ListTransactionsResponse_TransactionState_2(buf, p)
-                app(e)
-            o.transaction_states = lst
+                o1 = new(_ListTransactionsResponse_TransactionState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListTransactionsResponse', 2, p, 'TransactionalId runs past the frame')
+                    o1.transactional_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 2, p, 'null string in TransactionalId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 2, p, 'TransactionalId runs past the frame')
+                        o1.transactional_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.producer_id, k = _S_0.unpack_from(buf, p)
+                p += 8
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ListTransactionsResponse', 2, p, 'TransactionState runs past the frame')
+                    o1.transaction_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ListTransactionsResponse', 2, p, 'null string in TransactionState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ListTransactionsResponse', 2, p, 'TransactionState runs past the frame')
+                        o1.transaction_state = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ListTransactionsResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ListTransactionsResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.transaction_states = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ListTransactionsResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ListTransactionsResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ListTransactionsResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ListTransactionsResponse_TransactionState_0(o, b, h):
     s = o.transactional_id
@@ -811,7 +939,7 @@ def _e_ListTransactionsResponse_TransactionState_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_0.pack(o.producer_id)
+    b += _S_1.pack(o.producer_id)
     s = o.transaction_state
     s = s.encode()
     n = len(s) + 1
@@ -827,7 +955,7 @@ def _e_ListTransactionsResponse_TransactionState_0(o, b, h):
         b.append(0)
 
 def _e_ListTransactionsResponse_0(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms, o.error_code)
+    b += _S_3.pack(o.throttle_time_ms, o.error_code)
     lst = o.unknown_state_filters
     n = len(lst) + 1
     if n < 128:

@@ -12,18 +12,48 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
 _S_2 = _Struct('>?')
 _S_3 = _Struct('>???')
-_S_4 = _Struct('>16s')
-_S_5 = _Struct('>??')
-_S_6 = _Struct('>hii')
-_S_7 = _Struct('>hiii')
-_S_8 = _Struct('>16s?')
+_S_4 = _Struct('>???B')
+_S_5 = _Struct('>16sB')
+_S_6 = _Struct('>??B')
+_S_7 = _Struct('>16s')
+_S_8 = _Struct('>??')
+_S_9 = _Struct('>ih')
+_S_10 = _Struct('>hh')
+_S_11 = _Struct('>hiii')
+_S_12 = _Struct('>ii')
+_S_13 = _Struct('>?i')
+_S_14 = _Struct('>hiiii')
+_S_15 = _Struct('>iB')
+_S_16 = _Struct('>hB')
+_S_17 = _Struct('>?B')
+_S_18 = _Struct('>hiiiB')
+_S_19 = _Struct('>16s?B')
+_S_20 = _Struct('>hii')
+_S_21 = _Struct('>16s?')
 
 
 class _MetadataRequest_MetadataRequestTopic(KafkaStruct):
@@ -56,441 +86,346 @@ class MetadataRequest(KafkaMessage):
 
 MetadataRequest.MetadataRequestTopic = _MetadataRequest_MetadataRequestTopic
 
-def _d_MetadataRequest_MetadataRequestTopic_0(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_MetadataRequest_0(buf, p):
-    o = new(MetadataRequest)
-    o.allow_auto_topic_creation = True
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.allow_auto_topic_creation = True
+        o0.include_cluster_authorized_operations = False
+        o0.include_topic_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('MetadataRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_1(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_1(buf, p):
-    o = new(MetadataRequest)
-    o.allow_auto_topic_creation = True
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.allow_auto_topic_creation = True
+        o0.include_cluster_authorized_operations = False
+        o0.include_topic_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_2(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_2(buf, p):
-    o = new(MetadataRequest)
-    o.allow_auto_topic_creation = True
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.allow_auto_topic_creation = True
+        o0.include_cluster_authorized_operations = False
+        o0.include_topic_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_3(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_3(buf, p):
-    o = new(MetadataRequest)
-    o.allow_auto_topic_creation = True
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.allow_auto_topic_creation = True
+        o0.include_cluster_authorized_operations = False
+        o0.include_topic_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_4(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_4(buf, p):
-    o = new(MetadataRequest)
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.include_cluster_authorized_operations = False
+        o0.include_topic_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, = _S_2.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, = _S_2.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_5(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_5(buf, p):
-    o = new(MetadataRequest)
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.include_cluster_authorized_operations = False
+        o0.include_topic_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, = _S_2.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, = _S_2.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_6(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_6(buf, p):
-    o = new(MetadataRequest)
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.include_cluster_authorized_operations = False
+        o0.include_topic_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_6(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, = _S_2.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 6, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, = _S_2.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_7(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_7(buf, p):
-    o = new(MetadataRequest)
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.include_cluster_authorized_operations = False
+        o0.include_topic_authorized_operations = False
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_7(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, = _S_2.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 7, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, = _S_2.unpack_from(buf, p)
         p += 1
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_8(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataRequest', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_8(buf, p):
-    o = new(MetadataRequest)
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_8(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_3.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('MetadataRequest', 8, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations = _S_3.unpack_from(buf, p)
         p += 3
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_9(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataRequest', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_9(buf, p):
-    o = new(MetadataRequest)
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -498,88 +433,89 @@ def _d_MetadataRequest_9(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_9(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_3.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataRequest', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataRequest', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataRequest', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataRequest', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, k = _S_4.unpack_from(buf, p)
         p += 3
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataRequest', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_10(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    try:
-        o.topic_id, = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 10, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_10(buf, p):
-    o = new(MetadataRequest)
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -587,89 +523,90 @@ def _d_MetadataRequest_10(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_10(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_3.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id, k = _S_5.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 10, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataRequest', 10, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataRequest', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataRequest', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, o0.include_cluster_authorized_operations, o0.include_topic_authorized_operations, k = _S_4.unpack_from(buf, p)
         p += 3
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataRequest', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_11(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    try:
-        o.topic_id, = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 11, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataRequest', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataRequest', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_11(buf, p):
-    o = new(MetadataRequest)
-    o.include_cluster_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.include_cluster_authorized_operations = False
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -677,89 +614,90 @@ def _d_MetadataRequest_11(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 11, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_11(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S_5.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id, k = _S_5.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 11, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataRequest', 11, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataRequest', 11, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataRequest', 11, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, o0.include_topic_authorized_operations, k = _S_6.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataRequest', 11, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataRequest', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_12(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    try:
-        o.topic_id, = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 12, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataRequest', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataRequest', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 12, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_12(buf, p):
-    o = new(MetadataRequest)
-    o.include_cluster_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.include_cluster_authorized_operations = False
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -767,89 +705,90 @@ def _d_MetadataRequest_12(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 12, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_12(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S_5.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id, k = _S_5.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 12, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataRequest', 12, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataRequest', 12, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataRequest', 12, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, o0.include_topic_authorized_operations, k = _S_6.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataRequest', 12, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataRequest', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataRequest_MetadataRequestTopic_13(buf, p):
-    o = new(_MetadataRequest_MetadataRequestTopic)
-    try:
-        o.topic_id, = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataRequest', 13, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataRequest', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataRequest', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataRequest', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataRequest_13(buf, p):
-    o = new(MetadataRequest)
-    o.include_cluster_authorized_operations = False
+    end = len(buf)
     try:
+        o0 = new(MetadataRequest)
+        o0.include_cluster_authorized_operations = False
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -857,41 +796,84 @@ def _d_MetadataRequest_13(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataRequest', 13, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataRequest_MetadataRequestTopic_13(buf, p)
-                app(e)
-            o.topics = lst
-        o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S_5.unpack_from(buf, p)
+                o1 = new(_MetadataRequest_MetadataRequestTopic)
+                o1.topic_id, k = _S_5.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataRequest', 13, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataRequest', 13, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataRequest', 13, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataRequest', 13, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.allow_auto_topic_creation, o0.include_topic_authorized_operations, k = _S_6.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataRequest', 13, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataRequest', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataRequest', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_MetadataRequest_MetadataRequestTopic_0(o, b, h):
     s = o.name
@@ -969,7 +951,7 @@ def _e_MetadataRequest_9(o, b, h):
         b.append(0)
 
 def _e_MetadataRequest_MetadataRequestTopic_10(o, b, h):
-    b += _S_4.pack(o.topic_id)
+    b += _S_7.pack(o.topic_id)
     s = o.name
     if s is None:
         b.append(0)
@@ -1018,7 +1000,7 @@ def _e_MetadataRequest_11(o, b, h):
             write_uvarint(b, n)
         for e in lst:
             _e_MetadataRequest_MetadataRequestTopic_10(e, b, h)
-    b += _S_5.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
+    b += _S_8.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1097,1547 +1079,1128 @@ MetadataResponse.MetadataResponseBroker = _MetadataResponse_MetadataResponseBrok
 MetadataResponse.MetadataResponsePartition = _MetadataResponse_MetadataResponsePartition
 MetadataResponse.MetadataResponseTopic = _MetadataResponse_MetadataResponseTopic
 
-def _d_MetadataResponse_MetadataResponseBroker_0(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    o.rack = None
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_0(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    o.leader_epoch = -1
-    o.offline_replicas = []
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_6.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 0, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 0, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 0, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 0, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_0(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    o.is_internal = False
-    o.topic_authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_MetadataResponse_0(buf, p):
-    o = new(MetadataResponse)
-    o.throttle_time_ms = 0
-    o.cluster_id = None
-    o.controller_id = -1
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
+        o0 = new(MetadataResponse)
+        o0.throttle_time_ms = 0
+        o0.cluster_id = None
+        o0.controller_id = -1
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('MetadataResponse', 0, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 0, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_0(buf, p)
-                app(e)
-            o.brokers = lst
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.rack = None
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 0, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 0, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, = _S_0.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('MetadataResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.is_internal = False
+                o1.topic_authorized_operations = -2147483648
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.leader_epoch = -1
+                        o2.offline_replicas = []
+                        o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 0, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 0, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 0, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 0, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_1(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 1, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_1(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    o.leader_epoch = -1
-    o.offline_replicas = []
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_6.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 1, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 1, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 1, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 1, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_1(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_1(buf, p):
-    o = new(MetadataResponse)
-    o.throttle_time_ms = 0
-    o.cluster_id = None
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
+        o0 = new(MetadataResponse)
+        o0.throttle_time_ms = 0
+        o0.cluster_id = None
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('MetadataResponse', 1, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 1, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_1(buf, p)
-                app(e)
-            o.brokers = lst
-        o.controller_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 1, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 1, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 1, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
+        o0.controller_id, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.topic_authorized_operations = -2147483648
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.is_internal, n = _S_13.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.leader_epoch = -1
+                        o2.offline_replicas = []
+                        o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 1, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 1, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 1, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 1, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_2(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 2, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_2(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    o.leader_epoch = -1
-    o.offline_replicas = []
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_6.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 2, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 2, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 2, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 2, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_2(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_2(buf, p):
-    o = new(MetadataResponse)
-    o.throttle_time_ms = 0
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
+        o0 = new(MetadataResponse)
+        o0.throttle_time_ms = 0
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('MetadataResponse', 2, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 2, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_2(buf, p)
-                app(e)
-            o.brokers = lst
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 2, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 2, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 2, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.cluster_id = None
+            o0.cluster_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('MetadataResponse', 2, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0.controller_id, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.topic_authorized_operations = -2147483648
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.is_internal, n = _S_13.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.leader_epoch = -1
+                        o2.offline_replicas = []
+                        o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 2, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 2, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 2, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 2, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_3(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 3, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 3, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 3, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_3(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    o.leader_epoch = -1
-    o.offline_replicas = []
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_6.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 3, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 3, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 3, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 3, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_3(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_3(buf, p):
-    o = new(MetadataResponse)
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(MetadataResponse)
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 3, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 3, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_3(buf, p)
-                app(e)
-            o.brokers = lst
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 3, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 3, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 3, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.cluster_id = None
+            o0.cluster_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('MetadataResponse', 3, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0.controller_id, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.topic_authorized_operations = -2147483648
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.is_internal, n = _S_13.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.leader_epoch = -1
+                        o2.offline_replicas = []
+                        o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 3, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 3, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 3, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 3, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_4(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 4, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 4, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 4, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_4(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    o.leader_epoch = -1
-    o.offline_replicas = []
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_6.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 4, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 4, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 4, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 4, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_4(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_4(buf, p):
-    o = new(MetadataResponse)
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(MetadataResponse)
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 4, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 4, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_4(buf, p)
-                app(e)
-            o.brokers = lst
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 4, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 4, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 4, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.cluster_id = None
+            o0.cluster_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('MetadataResponse', 4, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0.controller_id, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.topic_authorized_operations = -2147483648
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.is_internal, n = _S_13.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.leader_epoch = -1
+                        o2.offline_replicas = []
+                        o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 4, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 4, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 4, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 4, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_5(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 5, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 5, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 5, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_5(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    o.leader_epoch = -1
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_6.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 5, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 5, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 5, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 5, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 5, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 5, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_5(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_5(buf, p):
-    o = new(MetadataResponse)
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(MetadataResponse)
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 5, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 5, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_5(buf, p)
-                app(e)
-            o.brokers = lst
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 5, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 5, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 5, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.cluster_id = None
+            o0.cluster_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('MetadataResponse', 5, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0.controller_id, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.topic_authorized_operations = -2147483648
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.is_internal, n = _S_13.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.leader_epoch = -1
+                        o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 5, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 5, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 5, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 5, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 5, p, 'null array in OfflineReplicas')
+                        else:
+                            if n < 64:
+                                o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 5, p, 'array OfflineReplicas longer than the frame')
+                                o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_6(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 6, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 6, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 6, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_6(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    o.leader_epoch = -1
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_6.unpack_from(buf, p)
-        p += 10
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 6, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 6, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 6, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 6, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 6, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 6, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_6(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 6, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 6, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_6(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_6(buf, p):
-    o = new(MetadataResponse)
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(MetadataResponse)
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 6, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 6, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_6(buf, p)
-                app(e)
-            o.brokers = lst
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 6, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 6, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 6, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.cluster_id = None
+            o0.cluster_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('MetadataResponse', 6, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0.controller_id, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_6(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.topic_authorized_operations = -2147483648
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 6, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.is_internal, n = _S_13.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.leader_epoch = -1
+                        o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 6, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 6, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 6, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 6, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 6, p, 'null array in OfflineReplicas')
+                        else:
+                            if n < 64:
+                                o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 6, p, 'array OfflineReplicas longer than the frame')
+                                o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_7(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 7, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 7, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 7, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_7(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 14
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 7, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 7, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 7, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 7, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 7, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 7, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_7(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 7, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 7, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_7(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_7(buf, p):
-    o = new(MetadataResponse)
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(MetadataResponse)
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 7, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 7, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_7(buf, p)
-                app(e)
-            o.brokers = lst
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 7, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 7, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 7, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.cluster_id = None
+            o0.cluster_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('MetadataResponse', 7, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0.controller_id, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_7(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.topic_authorized_operations = -2147483648
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 7, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.is_internal, n = _S_13.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 7, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 7, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n = _S_14.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 7, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 7, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 7, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 7, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 7, p, 'null array in OfflineReplicas')
+                        else:
+                            if n < 64:
+                                o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 7, p, 'array OfflineReplicas longer than the frame')
+                                o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_8(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 8, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 8, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 8, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_8(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 14
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 8, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 8, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 8, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 8, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 8, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 8, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_8(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('MetadataResponse', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('MetadataResponse', 8, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 8, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_8(buf, p)
-                app(e)
-            o.partitions = lst
-        o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_8(buf, p):
-    o = new(MetadataResponse)
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(MetadataResponse)
+        o0.error_code = 0
+        o0.throttle_time_ms, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 8, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 8, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_8(buf, p)
-                app(e)
-            o.brokers = lst
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 8, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 8, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.port, n = _S_9.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 8, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.brokers = lst0
         n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.cluster_id = None
+            o0.cluster_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('MetadataResponse', 8, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0.controller_id, n = _S_12.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('MetadataResponse', 8, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_8(buf, p)
-                app(e)
-            o.topics = lst
-        o.cluster_authorized_operations, = _S_0.unpack_from(buf, p)
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.error_code, n = _S_10.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 8, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.is_internal, n = _S_13.unpack_from(buf, p)
+                p += 5
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 8, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 8, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n = _S_14.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 8, p, 'null array in ReplicaNodes')
+                        else:
+                            if n < 64:
+                                o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 8, p, 'array ReplicaNodes longer than the frame')
+                                o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 8, p, 'null array in IsrNodes')
+                        else:
+                            if n < 64:
+                                o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 8, p, 'array IsrNodes longer than the frame')
+                                o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('MetadataResponse', 8, p, 'null array in OfflineReplicas')
+                        else:
+                            if n < 64:
+                                o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('MetadataResponse', 8, p, 'array OfflineReplicas longer than the frame')
+                                o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.topic_authorized_operations, = _S_0.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.cluster_authorized_operations, = _S_0.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_9(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 9, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 9, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 9, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_9(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 9, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 9, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 9, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 9, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 9, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 9, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_9(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.is_internal, = _S_2.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 9, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 9, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_9(buf, p)
-                app(e)
-            o.partitions = lst
-        o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_9(buf, p):
-    o = new(MetadataResponse)
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(MetadataResponse)
+        o0.error_code = 0
+        o0.throttle_time_ms, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2645,32 +2208,106 @@ def _d_MetadataResponse_9(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 9, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_9(buf, p)
-                app(e)
-            o.brokers = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.cluster_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 9, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataResponse', 9, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 9, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 9, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 9, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.brokers = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('MetadataResponse', 9, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.cluster_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('MetadataResponse', 9, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.controller_id, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2678,239 +2315,198 @@ def _d_MetadataResponse_9(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 9, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_9(buf, p)
-                app(e)
-            o.topics = lst
-        o.cluster_authorized_operations, = _S_0.unpack_from(buf, p)
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.topic_id = ZERO_UUID
+                o1.error_code, k = _S_16.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataResponse', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.is_internal, k = _S_17.unpack_from(buf, p)
+                p += 1
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 9, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 9, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
+                        p += 14
+                        if 0 < k < 65:
+                            o2.replica_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 9, p, 'null array in ReplicaNodes')
+                            else:
+                                if n < 64:
+                                    o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 9, p, 'array ReplicaNodes longer than the frame')
+                                    o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.isr_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 9, p, 'null array in IsrNodes')
+                            else:
+                                if n < 64:
+                                    o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 9, p, 'array IsrNodes longer than the frame')
+                                    o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 9, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 9, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.cluster_authorized_operations, k = _S_15.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataResponse', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_10(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 10, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 10, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 10, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_10(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 10, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 10, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 10, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 10, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 10, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 10, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_10(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 10, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 10, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, o.is_internal = _S_8.unpack_from(buf, p)
-        p += 17
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 10, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 10, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_10(buf, p)
-                app(e)
-            o.partitions = lst
-        o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_10(buf, p):
-    o = new(MetadataResponse)
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(MetadataResponse)
+        o0.error_code = 0
+        o0.throttle_time_ms, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2918,32 +2514,106 @@ def _d_MetadataResponse_10(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 10, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_10(buf, p)
-                app(e)
-            o.brokers = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.cluster_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 10, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataResponse', 10, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 10, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 10, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 10, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.brokers = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('MetadataResponse', 10, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.cluster_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('MetadataResponse', 10, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.controller_id, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2951,240 +2621,198 @@ def _d_MetadataResponse_10(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 10, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_10(buf, p)
-                app(e)
-            o.topics = lst
-        o.cluster_authorized_operations, = _S_0.unpack_from(buf, p)
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.error_code, k = _S_16.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 10, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataResponse', 10, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 10, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, o1.is_internal, k = _S_19.unpack_from(buf, p)
+                p += 17
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 10, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 10, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
+                        p += 14
+                        if 0 < k < 65:
+                            o2.replica_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 10, p, 'null array in ReplicaNodes')
+                            else:
+                                if n < 64:
+                                    o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 10, p, 'array ReplicaNodes longer than the frame')
+                                    o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.isr_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 10, p, 'null array in IsrNodes')
+                            else:
+                                if n < 64:
+                                    o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 10, p, 'array IsrNodes longer than the frame')
+                                    o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 10, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 10, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.cluster_authorized_operations, k = _S_15.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataResponse', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_11(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 11, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 11, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 11, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_11(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 11, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 11, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 11, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 11, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 11, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 11, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_11(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 11, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 11, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, o.is_internal = _S_8.unpack_from(buf, p)
-        p += 17
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 11, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 11, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_11(buf, p)
-                app(e)
-            o.partitions = lst
-        o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_11(buf, p):
-    o = new(MetadataResponse)
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(MetadataResponse)
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
+        o0.throttle_time_ms, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -3192,32 +2820,106 @@ def _d_MetadataResponse_11(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 11, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_11(buf, p)
-                app(e)
-            o.brokers = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.cluster_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 11, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataResponse', 11, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 11, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 11, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 11, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.brokers = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('MetadataResponse', 11, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.cluster_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('MetadataResponse', 11, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.controller_id, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -3225,238 +2927,196 @@ def _d_MetadataResponse_11(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 11, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 11, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_11(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.error_code, k = _S_16.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 11, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataResponse', 11, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 11, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, o1.is_internal, k = _S_19.unpack_from(buf, p)
+                p += 17
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 11, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 11, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
+                        p += 14
+                        if 0 < k < 65:
+                            o2.replica_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 11, p, 'null array in ReplicaNodes')
+                            else:
+                                if n < 64:
+                                    o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 11, p, 'array ReplicaNodes longer than the frame')
+                                    o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.isr_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 11, p, 'null array in IsrNodes')
+                            else:
+                                if n < 64:
+                                    o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 11, p, 'array IsrNodes longer than the frame')
+                                    o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 11, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 11, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataResponse', 11, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_12(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 12, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 12, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 12, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_12(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 12, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 12, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 12, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 12, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 12, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 12, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_12(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 12, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, o.is_internal = _S_8.unpack_from(buf, p)
-        p += 17
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 12, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 12, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_12(buf, p)
-                app(e)
-            o.partitions = lst
-        o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 12, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_12(buf, p):
-    o = new(MetadataResponse)
-    o.cluster_authorized_operations = -2147483648
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(MetadataResponse)
+        o0.cluster_authorized_operations = -2147483648
+        o0.error_code = 0
+        o0.throttle_time_ms, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -3464,32 +3124,106 @@ def _d_MetadataResponse_12(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 12, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_12(buf, p)
-                app(e)
-            o.brokers = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.cluster_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 12, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataResponse', 12, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 12, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 12, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 12, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.brokers = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('MetadataResponse', 12, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.cluster_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('MetadataResponse', 12, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.controller_id, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -3497,237 +3231,195 @@ def _d_MetadataResponse_12(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 12, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 12, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_12(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.error_code, k = _S_16.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 12, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 12, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, o1.is_internal, k = _S_19.unpack_from(buf, p)
+                p += 17
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 12, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 12, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
+                        p += 14
+                        if 0 < k < 65:
+                            o2.replica_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 12, p, 'null array in ReplicaNodes')
+                            else:
+                                if n < 64:
+                                    o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 12, p, 'array ReplicaNodes longer than the frame')
+                                    o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.isr_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 12, p, 'null array in IsrNodes')
+                            else:
+                                if n < 64:
+                                    o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 12, p, 'array IsrNodes longer than the frame')
+                                    o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 12, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 12, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataResponse', 12, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseBroker_13(buf, p):
-    o = new(_MetadataResponse_MetadataResponseBroker)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 13, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 13, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 13, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponsePartition_13(buf, p):
-    o = new(_MetadataResponse_MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 13, p, 'null array in ReplicaNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 13, p, 'array ReplicaNodes longer than the frame')
-            o.replica_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 13, p, 'null array in IsrNodes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 13, p, 'array IsrNodes longer than the frame')
-            o.isr_nodes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 13, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('MetadataResponse', 13, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_MetadataResponse_MetadataResponseTopic_13(buf, p):
-    o = new(_MetadataResponse_MetadataResponseTopic)
-    try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.name = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('MetadataResponse', 13, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, o.is_internal = _S_8.unpack_from(buf, p)
-        p += 17
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('MetadataResponse', 13, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('MetadataResponse', 13, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponsePartition_13(buf, p)
-                app(e)
-            o.partitions = lst
-        o.topic_authorized_operations, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('MetadataResponse', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_MetadataResponse_13(buf, p):
-    o = new(MetadataResponse)
-    o.cluster_authorized_operations = -2147483648
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(MetadataResponse)
+        o0.cluster_authorized_operations = -2147483648
+        o0.throttle_time_ms, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -3735,32 +3427,106 @@ def _d_MetadataResponse_13(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null array in Brokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 13, p, 'array Brokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseBroker_13(buf, p)
-                app(e)
-            o.brokers = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.cluster_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_MetadataResponse_MetadataResponseBroker)
+                o1.node_id, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 13, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('MetadataResponse', 13, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 13, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 13, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 13, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.brokers = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('MetadataResponse', 13, p, 'ClusterId runs past the frame')
-            o.cluster_id = str(buf[p:q], 'utf-8')
+            o0.cluster_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.controller_id, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.cluster_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('MetadataResponse', 13, p, 'ClusterId runs past the frame')
+                o0.cluster_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.controller_id, k = _S_15.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -3768,39 +3534,187 @@ def _d_MetadataResponse_13(buf, p):
         if n < 0:
             raise DecodeError('MetadataResponse', 13, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('MetadataResponse', 13, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_MetadataResponse_MetadataResponseTopic_13(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_1.unpack_from(buf, p)
+                o1 = new(_MetadataResponse_MetadataResponseTopic)
+                o1.error_code, k = _S_16.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('MetadataResponse', 13, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.name = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('MetadataResponse', 13, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, o1.is_internal, k = _S_19.unpack_from(buf, p)
+                p += 17
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('MetadataResponse', 13, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('MetadataResponse', 13, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_MetadataResponse_MetadataResponsePartition)
+                        o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
+                        p += 14
+                        if 0 < k < 65:
+                            o2.replica_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 13, p, 'null array in ReplicaNodes')
+                            else:
+                                if n < 64:
+                                    o2.replica_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 13, p, 'array ReplicaNodes longer than the frame')
+                                    o2.replica_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.isr_nodes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 13, p, 'null array in IsrNodes')
+                            else:
+                                if n < 64:
+                                    o2.isr_nodes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 13, p, 'array IsrNodes longer than the frame')
+                                    o2.isr_nodes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('MetadataResponse', 13, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('MetadataResponse', 13, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.error_code, k = _S_16.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('MetadataResponse', 13, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('MetadataResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('MetadataResponse', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_MetadataResponse_MetadataResponseBroker_0(o, b, h):
     b += _S_0.pack(o.node_id)
@@ -3811,7 +3725,7 @@ def _e_MetadataResponse_MetadataResponseBroker_0(o, b, h):
     b += _S_0.pack(o.port)
 
 def _e_MetadataResponse_MetadataResponsePartition_0(o, b, h):
-    b += _S_6.pack(o.error_code, o.partition_index, o.leader_id)
+    b += _S_20.pack(o.error_code, o.partition_index, o.leader_id)
     lst = o.replica_nodes
     b += _S_0.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
@@ -3916,7 +3830,7 @@ def _e_MetadataResponse_3(o, b, h):
         _e_MetadataResponse_MetadataResponseTopic_1(e, b, h)
 
 def _e_MetadataResponse_MetadataResponsePartition_5(o, b, h):
-    b += _S_6.pack(o.error_code, o.partition_index, o.leader_id)
+    b += _S_20.pack(o.error_code, o.partition_index, o.leader_id)
     lst = o.replica_nodes
     b += _S_0.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
@@ -3959,7 +3873,7 @@ def _e_MetadataResponse_5(o, b, h):
         _e_MetadataResponse_MetadataResponseTopic_5(e, b, h)
 
 def _e_MetadataResponse_MetadataResponsePartition_7(o, b, h):
-    b += _S_7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    b += _S_11.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     lst = o.replica_nodes
     b += _S_0.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
@@ -4063,7 +3977,7 @@ def _e_MetadataResponse_MetadataResponseBroker_9(o, b, h):
         b.append(0)
 
 def _e_MetadataResponse_MetadataResponsePartition_9(o, b, h):
-    b += _S_7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
+    b += _S_11.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     lst = o.replica_nodes
     n = len(lst) + 1
     if n < 128:
@@ -4164,7 +4078,7 @@ def _e_MetadataResponse_MetadataResponseTopic_10(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_8.pack(o.topic_id, o.is_internal)
+    b += _S_21.pack(o.topic_id, o.is_internal)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -4266,7 +4180,7 @@ def _e_MetadataResponse_MetadataResponseTopic_12(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_8.pack(o.topic_id, o.is_internal)
+    b += _S_21.pack(o.topic_id, o.is_internal)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:

@@ -12,17 +12,43 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>h')
 _S_1 = _Struct('>i')
-_S_2 = _Struct('>iq')
-_S_3 = _Struct('>iqq')
-_S_4 = _Struct('>q')
-_S_5 = _Struct('>iqi')
-_S_6 = _Struct('>16s')
-_S_7 = _Struct('>ih')
+_S_2 = _Struct('>iqh')
+_S_3 = _Struct('>ih')
+_S_4 = _Struct('>iqqh')
+_S_5 = _Struct('>qi')
+_S_6 = _Struct('>iqih')
+_S_7 = _Struct('>iB')
+_S_8 = _Struct('>iqiB')
+_S_9 = _Struct('>16sB')
+_S_10 = _Struct('>iq')
+_S_11 = _Struct('>iqq')
+_S_12 = _Struct('>q')
+_S_13 = _Struct('>iqi')
+_S_14 = _Struct('>16s')
+_S_15 = _Struct('>ii')
+_S_16 = _Struct('>ihB')
 
 
 class _OffsetCommitRequest_OffsetCommitRequestPartition(KafkaStruct):
@@ -73,948 +99,729 @@ class OffsetCommitRequest(KafkaMessage):
 OffsetCommitRequest.OffsetCommitRequestPartition = _OffsetCommitRequest_OffsetCommitRequestPartition
 OffsetCommitRequest.OffsetCommitRequestTopic = _OffsetCommitRequest_OffsetCommitRequestTopic
 
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_0(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset = _S_2.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 0, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_0(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_OffsetCommitRequest_0(buf, p):
-    o = new(OffsetCommitRequest)
-    o.generation_id_or_member_epoch = -1
-    o.member_id = ''
-    o.group_instance_id = None
-    o.retention_time_ms = -1
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitRequest)
+        o0.generation_id_or_member_epoch = -1
+        o0.member_id = ''
+        o0.group_instance_id = None
+        o0.retention_time_ms = -1
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.committed_leader_epoch = -1
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, n = _S_2.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 0, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_1(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.committed_leader_epoch = -1
-    try:
-        o.partition_index, o.committed_offset, o.commit_timestamp = _S_3.unpack_from(buf, p)
-        p += 20
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 1, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_1(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_1(buf, p):
-    o = new(OffsetCommitRequest)
-    o.group_instance_id = None
-    o.retention_time_ms = -1
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitRequest)
+        o0.group_instance_id = None
+        o0.retention_time_ms = -1
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 1, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id_or_member_epoch, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 1, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.committed_leader_epoch = -1
+                        o2.partition_index, o2.committed_offset, o2.commit_timestamp, n = _S_4.unpack_from(buf, p)
+                        p += 22
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 1, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_2(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset = _S_2.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 2, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_2(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_2(buf, p):
-    o = new(OffsetCommitRequest)
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitRequest)
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 2, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id_or_member_epoch, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 2, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.retention_time_ms, = _S_4.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.retention_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.committed_leader_epoch = -1
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, n = _S_2.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 2, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_3(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset = _S_2.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 3, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_3(buf, p):
-    o = new(OffsetCommitRequest)
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitRequest)
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 3, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id_or_member_epoch, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 3, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.retention_time_ms, = _S_4.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.retention_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.committed_leader_epoch = -1
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, n = _S_2.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 3, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_4(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset = _S_2.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 4, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_4(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_4(buf, p):
-    o = new(OffsetCommitRequest)
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitRequest)
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 4, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id_or_member_epoch, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 4, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        o.retention_time_ms, = _S_4.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.retention_time_ms, n = _S_5.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.committed_leader_epoch = -1
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, n = _S_2.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 4, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_5(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset = _S_2.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 5, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_5(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_5(buf, p):
-    o = new(OffsetCommitRequest)
-    o.group_instance_id = None
-    o.retention_time_ms = -1
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitRequest)
+        o0.group_instance_id = None
+        o0.retention_time_ms = -1
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 5, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 5, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id_or_member_epoch, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 5, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.committed_leader_epoch = -1
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, n = _S_2.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 5, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_6(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 6, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_6(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 6, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 6, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_6(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_6(buf, p):
-    o = new(OffsetCommitRequest)
-    o.group_instance_id = None
-    o.retention_time_ms = -1
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitRequest)
+        o0.group_instance_id = None
+        o0.retention_time_ms = -1
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 6, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 6, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id_or_member_epoch, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 6, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 6, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_6(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 6, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n = _S_6.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 6, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_7(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 7, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_7(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 7, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 7, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_7(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_7(buf, p):
-    o = new(OffsetCommitRequest)
-    o.retention_time_ms = -1
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitRequest)
+        o0.retention_time_ms = -1
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 7, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 7, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id_or_member_epoch, n = _S_3.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 7, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 7, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.group_instance_id = None
+            o0.group_instance_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 7, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_7(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 7, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 7, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 7, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n = _S_6.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 7, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_8(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 8, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_8(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 8, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 8, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_8(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_8(buf, p):
-    o = new(OffsetCommitRequest)
-    o.retention_time_ms = -1
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 8, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(OffsetCommitRequest)
+        o0.retention_time_ms = -1
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 8, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetCommitRequest', 8, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 8, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.generation_id_or_member_epoch, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 8, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 8, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetCommitRequest', 8, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 8, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 8, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 8, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1024,189 +831,214 @@ def _d_OffsetCommitRequest_8(buf, p):
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 8, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_8(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetCommitRequest', 8, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetCommitRequest', 8, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 8, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 8, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 8, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.committed_metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetCommitRequest', 8, p, 'CommittedMetadata runs past the frame')
+                                o2.committed_metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetCommitRequest', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetCommitRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_9(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 9, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_9(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 9, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 9, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_9(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_9(buf, p):
-    o = new(OffsetCommitRequest)
-    o.retention_time_ms = -1
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 9, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(OffsetCommitRequest)
+        o0.retention_time_ms = -1
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 9, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetCommitRequest', 9, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 9, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.generation_id_or_member_epoch, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 9, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 9, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetCommitRequest', 9, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 9, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 9, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 9, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1216,177 +1048,214 @@ def _d_OffsetCommitRequest_9(buf, p):
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 9, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_9(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetCommitRequest', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetCommitRequest', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetCommitRequest', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 9, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 9, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 9, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.committed_metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetCommitRequest', 9, p, 'CommittedMetadata runs past the frame')
+                                o2.committed_metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetCommitRequest', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetCommitRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestPartition_10(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
-    o.commit_timestamp = -1
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitRequest', 10, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitRequest_OffsetCommitRequestTopic_10(buf, p):
-    o = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
-    o.name = ''
-    try:
-        o.topic_id, = _S_6.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 10, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitRequest', 10, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestPartition_10(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitRequest', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitRequest_10(buf, p):
-    o = new(OffsetCommitRequest)
-    o.retention_time_ms = -1
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 10, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(OffsetCommitRequest)
+        o0.retention_time_ms = -1
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 10, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.generation_id_or_member_epoch, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetCommitRequest', 10, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 10, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.generation_id_or_member_epoch, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitRequest', 10, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 10, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetCommitRequest', 10, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 10, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetCommitRequest', 10, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetCommitRequest', 10, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1396,40 +1265,124 @@ def _d_OffsetCommitRequest_10(buf, p):
         if n < 0:
             raise DecodeError('OffsetCommitRequest', 10, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitRequest', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitRequest_OffsetCommitRequestTopic_10(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+                o1.name = ''
+                o1.topic_id, k = _S_9.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetCommitRequest', 10, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitRequest', 10, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+                        o2.commit_timestamp = -1
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetCommitRequest', 10, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.committed_metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetCommitRequest', 10, p, 'CommittedMetadata runs past the frame')
+                                o2.committed_metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetCommitRequest', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetCommitRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitRequest', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_0(o, b, h):
-    b += _S_2.pack(o.partition_index, o.committed_offset)
+    b += _S_10.pack(o.partition_index, o.committed_offset)
     s = o.committed_metadata
     if s is None:
         b += b'\xff\xff'
@@ -1459,7 +1412,7 @@ def _e_OffsetCommitRequest_0(o, b, h):
         _e_OffsetCommitRequest_OffsetCommitRequestTopic_0(e, b, h)
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_1(o, b, h):
-    b += _S_3.pack(o.partition_index, o.committed_offset, o.commit_timestamp)
+    b += _S_11.pack(o.partition_index, o.committed_offset, o.commit_timestamp)
     s = o.committed_metadata
     if s is None:
         b += b'\xff\xff'
@@ -1503,7 +1456,7 @@ def _e_OffsetCommitRequest_2(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_4.pack(o.retention_time_ms)
+    b += _S_12.pack(o.retention_time_ms)
     lst = o.topics
     b += _S_1.pack(len(lst))
     for e in lst:
@@ -1525,7 +1478,7 @@ def _e_OffsetCommitRequest_5(o, b, h):
         _e_OffsetCommitRequest_OffsetCommitRequestTopic_0(e, b, h)
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_6(o, b, h):
-    b += _S_5.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b += _S_13.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     s = o.committed_metadata
     if s is None:
         b += b'\xff\xff'
@@ -1582,7 +1535,7 @@ def _e_OffsetCommitRequest_7(o, b, h):
         _e_OffsetCommitRequest_OffsetCommitRequestTopic_6(e, b, h)
 
 def _e_OffsetCommitRequest_OffsetCommitRequestPartition_8(o, b, h):
-    b += _S_5.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b += _S_13.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     s = o.committed_metadata
     if s is None:
         b.append(0)
@@ -1667,7 +1620,7 @@ def _e_OffsetCommitRequest_8(o, b, h):
         b.append(0)
 
 def _e_OffsetCommitRequest_OffsetCommitRequestTopic_10(o, b, h):
-    b += _S_6.pack(o.topic_id)
+    b += _S_14.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -1770,618 +1723,417 @@ class OffsetCommitResponse(KafkaMessage):
 OffsetCommitResponse.OffsetCommitResponsePartition = _OffsetCommitResponse_OffsetCommitResponsePartition
 OffsetCommitResponse.OffsetCommitResponseTopic = _OffsetCommitResponse_OffsetCommitResponseTopic
 
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_0(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_0(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_OffsetCommitResponse_0(buf, p):
-    o = new(OffsetCommitResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms = 0
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_1(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_1(buf, p):
-    o = new(OffsetCommitResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms = 0
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_2(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_2(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_2(buf, p):
-    o = new(OffsetCommitResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms = 0
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_3(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_3(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_3(buf, p):
-    o = new(OffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms, n = _S_15.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_4(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_4(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_4(buf, p):
-    o = new(OffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms, n = _S_15.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_5(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_5(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_5(buf, p):
-    o = new(OffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms, n = _S_15.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_6(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_6(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 6, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 6, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_6(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_6(buf, p):
-    o = new(OffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms, n = _S_15.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_6(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 6, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_7(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_7(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 7, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 7, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_7(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_7(buf, p):
-    o = new(OffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms, n = _S_15.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_7(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 7, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 7, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 7, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_8(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_8(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 8, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 8, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_8(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_8(buf, p):
-    o = new(OffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2389,133 +2141,128 @@ def _d_OffsetCommitResponse_8(buf, p):
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 8, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_8(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetCommitResponse', 8, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetCommitResponse', 8, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 8, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 8, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code, k = _S_16.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetCommitResponse', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetCommitResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_9(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_9(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetCommitResponse', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 9, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 9, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_9(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_9(buf, p):
-    o = new(OffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2523,121 +2270,128 @@ def _d_OffsetCommitResponse_9(buf, p):
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 9, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_9(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetCommitResponse', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetCommitResponse', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetCommitResponse', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 9, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 9, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code, k = _S_16.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetCommitResponse', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetCommitResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponsePartition_10(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetCommitResponse_OffsetCommitResponseTopic_10(buf, p):
-    o = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
-    o.name = ''
-    try:
-        o.topic_id, = _S_6.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetCommitResponse', 10, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetCommitResponse', 10, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponsePartition_10(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetCommitResponse', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetCommitResponse_10(buf, p):
-    o = new(OffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(OffsetCommitResponse)
+        o0.throttle_time_ms, k = _S_7.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2645,40 +2399,102 @@ def _d_OffsetCommitResponse_10(buf, p):
         if n < 0:
             raise DecodeError('OffsetCommitResponse', 10, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetCommitResponse', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetCommitResponse_OffsetCommitResponseTopic_10(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+                o1.name = ''
+                o1.topic_id, k = _S_9.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetCommitResponse', 10, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetCommitResponse', 10, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code, k = _S_16.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetCommitResponse', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetCommitResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetCommitResponse', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_0(o, b, h):
-    b += _S_7.pack(o.partition_index, o.error_code)
+    b += _S_3.pack(o.partition_index, o.error_code)
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_0(o, b, h):
     s = o.name
@@ -2704,7 +2520,7 @@ def _e_OffsetCommitResponse_3(o, b, h):
         _e_OffsetCommitResponse_OffsetCommitResponseTopic_0(e, b, h)
 
 def _e_OffsetCommitResponse_OffsetCommitResponsePartition_8(o, b, h):
-    b += _S_7.pack(o.partition_index, o.error_code)
+    b += _S_3.pack(o.partition_index, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2751,7 +2567,7 @@ def _e_OffsetCommitResponse_8(o, b, h):
         b.append(0)
 
 def _e_OffsetCommitResponse_OffsetCommitResponseTopic_10(o, b, h):
-    b += _S_6.pack(o.topic_id)
+    b += _S_14.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:

@@ -12,13 +12,31 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>h')
 _S_1 = _Struct('>i')
-_S_2 = _Struct('>hi')
+_S_2 = _Struct('>hii')
 _S_3 = _Struct('>ih')
+_S_4 = _Struct('>hi')
 
 
 class _OffsetDeleteRequest_OffsetDeleteRequestPartition(KafkaStruct):
@@ -60,77 +78,64 @@ class OffsetDeleteRequest(KafkaMessage):
 OffsetDeleteRequest.OffsetDeleteRequestPartition = _OffsetDeleteRequest_OffsetDeleteRequestPartition
 OffsetDeleteRequest.OffsetDeleteRequestTopic = _OffsetDeleteRequest_OffsetDeleteRequestTopic
 
-def _d_OffsetDeleteRequest_OffsetDeleteRequestPartition_0(buf, p):
-    o = new(_OffsetDeleteRequest_OffsetDeleteRequestPartition)
-    try:
-        o.partition_index, = _S_1.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetDeleteRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_0(buf, p):
-    o = new(_OffsetDeleteRequest_OffsetDeleteRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetDeleteRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetDeleteRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetDeleteRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetDeleteRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetDeleteRequest_OffsetDeleteRequestPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetDeleteRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_OffsetDeleteRequest_0(buf, p):
-    o = new(OffsetDeleteRequest)
+    end = len(buf)
     try:
+        o0 = new(OffsetDeleteRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetDeleteRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetDeleteRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetDeleteRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetDeleteRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetDeleteRequest_OffsetDeleteRequestTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetDeleteRequest_OffsetDeleteRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetDeleteRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetDeleteRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetDeleteRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetDeleteRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetDeleteRequest_OffsetDeleteRequestPartition)
+                        o2.partition_index, = _S_1.unpack_from(buf, p)
+                        p += 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetDeleteRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetDeleteRequest_OffsetDeleteRequestPartition_0(o, b, h):
     b += _S_1.pack(o.partition_index)
@@ -200,69 +205,54 @@ class OffsetDeleteResponse(KafkaMessage):
 OffsetDeleteResponse.OffsetDeleteResponsePartition = _OffsetDeleteResponse_OffsetDeleteResponsePartition
 OffsetDeleteResponse.OffsetDeleteResponseTopic = _OffsetDeleteResponse_OffsetDeleteResponseTopic
 
-def _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_0(buf, p):
-    o = new(_OffsetDeleteResponse_OffsetDeleteResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_3.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetDeleteResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_0(buf, p):
-    o = new(_OffsetDeleteResponse_OffsetDeleteResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetDeleteResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetDeleteResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetDeleteResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetDeleteResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetDeleteResponse_OffsetDeleteResponsePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetDeleteResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_OffsetDeleteResponse_0(buf, p):
-    o = new(OffsetDeleteResponse)
+    end = len(buf)
     try:
-        o.error_code, o.throttle_time_ms = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetDeleteResponse)
+        o0.error_code, o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('OffsetDeleteResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetDeleteResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetDeleteResponse_OffsetDeleteResponseTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetDeleteResponse_OffsetDeleteResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetDeleteResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetDeleteResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetDeleteResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetDeleteResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetDeleteResponse_OffsetDeleteResponsePartition)
+                        o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetDeleteResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_0(o, b, h):
     b += _S_3.pack(o.partition_index, o.error_code)
@@ -278,7 +268,7 @@ def _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_0(o, b, h):
         _e_OffsetDeleteResponse_OffsetDeleteResponsePartition_0(e, b, h)
 
 def _e_OffsetDeleteResponse_0(o, b, h):
-    b += _S_2.pack(o.error_code, o.throttle_time_ms)
+    b += _S_4.pack(o.error_code, o.throttle_time_ms)
     lst = o.topics
     b += _S_1.pack(len(lst))
     for e in lst:

@@ -12,15 +12,40 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>h')
 _S_1 = _Struct('>i')
-_S_2 = _Struct('>?')
-_S_3 = _Struct('>16s')
-_S_4 = _Struct('>iq')
-_S_5 = _Struct('>iqi')
+_S_2 = _Struct('>?B')
+_S_3 = _Struct('>iB')
+_S_4 = _Struct('>16sB')
+_S_5 = _Struct('>?')
+_S_6 = _Struct('>16s')
+_S_7 = _Struct('>iqh')
+_S_8 = _Struct('>ii')
+_S_9 = _Struct('>iqih')
+_S_10 = _Struct('>iqiB')
+_S_11 = _Struct('>hB')
+_S_12 = _Struct('>iq')
+_S_13 = _Struct('>iqi')
 
 
 class _OffsetFetchRequest_OffsetFetchRequestTopic(KafkaStruct):
@@ -80,439 +105,376 @@ OffsetFetchRequest.OffsetFetchRequestTopic = _OffsetFetchRequest_OffsetFetchRequ
 OffsetFetchRequest.OffsetFetchRequestTopics = _OffsetFetchRequest_OffsetFetchRequestTopics
 OffsetFetchRequest.OffsetFetchRequestGroup = _OffsetFetchRequest_OffsetFetchRequestGroup
 
-def _d_OffsetFetchRequest_OffsetFetchRequestTopic_0(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 0, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 0, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_OffsetFetchRequest_0(buf, p):
-    o = new(OffsetFetchRequest)
-    o.groups = []
-    o.require_stable = False
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.groups = []
+        o0.require_stable = False
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetFetchRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 0, p, 'null array in PartitionIndexes')
+                else:
+                    if n < 64:
+                        o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('OffsetFetchRequest', 0, p, 'array PartitionIndexes longer than the frame')
+                        o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 1, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 1, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_1(buf, p):
-    o = new(OffsetFetchRequest)
-    o.groups = []
-    o.require_stable = False
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.groups = []
+        o0.require_stable = False
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 1, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetFetchRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 1, p, 'null array in PartitionIndexes')
+                else:
+                    if n < 64:
+                        o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('OffsetFetchRequest', 1, p, 'array PartitionIndexes longer than the frame')
+                        o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopic_2(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 2, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 2, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_2(buf, p):
-    o = new(OffsetFetchRequest)
-    o.groups = []
-    o.require_stable = False
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.groups = []
+        o0.require_stable = False
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 2, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetFetchRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 2, p, 'null array in PartitionIndexes')
+                else:
+                    if n < 64:
+                        o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('OffsetFetchRequest', 2, p, 'array PartitionIndexes longer than the frame')
+                        o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopic_3(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 3, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 3, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_3(buf, p):
-    o = new(OffsetFetchRequest)
-    o.groups = []
-    o.require_stable = False
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.groups = []
+        o0.require_stable = False
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 3, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetFetchRequest', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 3, p, 'null array in PartitionIndexes')
+                else:
+                    if n < 64:
+                        o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('OffsetFetchRequest', 3, p, 'array PartitionIndexes longer than the frame')
+                        o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopic_4(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 4, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 4, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_4(buf, p):
-    o = new(OffsetFetchRequest)
-    o.groups = []
-    o.require_stable = False
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.groups = []
+        o0.require_stable = False
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 4, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetFetchRequest', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 4, p, 'null array in PartitionIndexes')
+                else:
+                    if n < 64:
+                        o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('OffsetFetchRequest', 4, p, 'array PartitionIndexes longer than the frame')
+                        o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopic_5(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 5, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 5, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_5(buf, p):
-    o = new(OffsetFetchRequest)
-    o.groups = []
-    o.require_stable = False
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.groups = []
+        o0.require_stable = False
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 5, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('OffsetFetchRequest', 5, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchRequest', 5, p, 'null array in PartitionIndexes')
+                else:
+                    if n < 64:
+                        o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('OffsetFetchRequest', 5, p, 'array PartitionIndexes longer than the frame')
+                        o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopic_6(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 6, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 6, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_6(buf, p):
-    o = new(OffsetFetchRequest)
-    o.groups = []
-    o.require_stable = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 6, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(OffsetFetchRequest)
+        o0.groups = []
+        o0.require_stable = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetFetchRequest', 6, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetFetchRequest', 6, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetFetchRequest', 6, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -520,112 +482,130 @@ def _d_OffsetFetchRequest_6(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_6(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchRequest', 6, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchRequest', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partition_indexes = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchRequest', 6, p, 'null array in PartitionIndexes')
+                    else:
+                        if n < 64:
+                            o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('OffsetFetchRequest', 6, p, 'array PartitionIndexes longer than the frame')
+                            o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopic_7(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 7, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 7, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_7(buf, p):
-    o = new(OffsetFetchRequest)
-    o.groups = []
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 7, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(OffsetFetchRequest)
+        o0.groups = []
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('OffsetFetchRequest', 7, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('OffsetFetchRequest', 7, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('OffsetFetchRequest', 7, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -633,162 +613,111 @@ def _d_OffsetFetchRequest_7(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.topics = None
+            o0.topics = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopic_7(buf, p)
-                app(e)
-            o.topics = lst
-        o.require_stable, = _S_2.unpack_from(buf, p)
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchRequest', 7, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchRequest', 7, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partition_indexes = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchRequest', 7, p, 'null array in PartitionIndexes')
+                    else:
+                        if n < 64:
+                            o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('OffsetFetchRequest', 7, p, 'array PartitionIndexes longer than the frame')
+                            o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchRequest', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchRequest', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.require_stable, k = _S_2.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchRequest', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopics_8(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 8, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 8, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestGroup_8(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestGroup)
-    o.member_id = None
-    o.member_epoch = -1
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 8, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 8, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.topics = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopics_8(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_8(buf, p):
-    o = new(OffsetFetchRequest)
-    o.group_id = ''
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.group_id = ''
+        o0.topics = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -798,174 +727,171 @@ def _d_OffsetFetchRequest_8(buf, p):
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 8, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 8, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestGroup_8(buf, p)
-                app(e)
-            o.groups = lst
-        o.require_stable, = _S_2.unpack_from(buf, p)
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestGroup)
+                o1.member_id = None
+                o1.member_epoch = -1
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 8, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchRequest', 8, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchRequest', 8, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.topics = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchRequest', 8, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
+                        o2.topic_id = ZERO_UUID
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetFetchRequest', 8, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('OffsetFetchRequest', 8, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetFetchRequest', 8, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partition_indexes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('OffsetFetchRequest', 8, p, 'null array in PartitionIndexes')
+                            else:
+                                if n < 64:
+                                    o2.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('OffsetFetchRequest', 8, p, 'array PartitionIndexes longer than the frame')
+                                    o2.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
+        o0.require_stable, k = _S_2.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchRequest', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopics_9(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 9, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 9, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestGroup_9(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 9, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 9, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 9, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.topics = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopics_9(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_9(buf, p):
-    o = new(OffsetFetchRequest)
-    o.group_id = ''
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.group_id = ''
+        o0.topics = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -975,162 +901,193 @@ def _d_OffsetFetchRequest_9(buf, p):
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 9, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 9, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestGroup_9(buf, p)
-                app(e)
-            o.groups = lst
-        o.require_stable, = _S_2.unpack_from(buf, p)
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 9, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchRequest', 9, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchRequest', 9, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 9, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.member_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchRequest', 9, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.member_epoch, k = _S_3.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.topics = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchRequest', 9, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
+                        o2.topic_id = ZERO_UUID
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetFetchRequest', 9, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('OffsetFetchRequest', 9, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetFetchRequest', 9, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partition_indexes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('OffsetFetchRequest', 9, p, 'null array in PartitionIndexes')
+                            else:
+                                if n < 64:
+                                    o2.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('OffsetFetchRequest', 9, p, 'array PartitionIndexes longer than the frame')
+                                    o2.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
+        o0.require_stable, k = _S_2.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchRequest', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestTopics_10(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
-    o.name = ''
-    try:
-        o.topic_id, = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 10, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 10, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchRequest_OffsetFetchRequestGroup_10(buf, p):
-    o = new(_OffsetFetchRequest_OffsetFetchRequestGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchRequest', 10, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 10, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchRequest', 10, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.topics = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchRequest', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestTopics_10(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchRequest', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchRequest_10(buf, p):
-    o = new(OffsetFetchRequest)
-    o.group_id = ''
-    o.topics = []
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchRequest)
+        o0.group_id = ''
+        o0.topics = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1140,39 +1097,165 @@ def _d_OffsetFetchRequest_10(buf, p):
         if n < 0:
             raise DecodeError('OffsetFetchRequest', 10, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchRequest', 10, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchRequest_OffsetFetchRequestGroup_10(buf, p)
-                app(e)
-            o.groups = lst
-        o.require_stable, = _S_2.unpack_from(buf, p)
+                o1 = new(_OffsetFetchRequest_OffsetFetchRequestGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 10, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchRequest', 10, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchRequest', 10, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchRequest', 10, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.member_id = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchRequest', 10, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.member_epoch, k = _S_3.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    o1.topics = None
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchRequest', 10, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
+                        o2.name = ''
+                        o2.topic_id, k = _S_4.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 65:
+                            o2.partition_indexes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('OffsetFetchRequest', 10, p, 'null array in PartitionIndexes')
+                            else:
+                                if n < 64:
+                                    o2.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('OffsetFetchRequest', 10, p, 'array PartitionIndexes longer than the frame')
+                                    o2.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
+        o0.require_stable, k = _S_2.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchRequest', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchRequest', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopic_0(o, b, h):
     s = o.name
@@ -1274,7 +1357,7 @@ def _e_OffsetFetchRequest_7(o, b, h):
             write_uvarint(b, n)
         for e in lst:
             _e_OffsetFetchRequest_OffsetFetchRequestTopic_6(e, b, h)
-    b += _S_2.pack(o.require_stable)
+    b += _S_5.pack(o.require_stable)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1290,7 +1373,7 @@ def _e_OffsetFetchRequest_8(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_OffsetFetchRequest_6(e, b, h)
-    b += _S_2.pack(o.require_stable)
+    b += _S_5.pack(o.require_stable)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1344,7 +1427,7 @@ def _e_OffsetFetchRequest_9(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_OffsetFetchRequest_OffsetFetchRequestGroup_9(e, b, h)
-    b += _S_2.pack(o.require_stable)
+    b += _S_5.pack(o.require_stable)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1352,7 +1435,7 @@ def _e_OffsetFetchRequest_9(o, b, h):
         b.append(0)
 
 def _e_OffsetFetchRequest_OffsetFetchRequestTopics_10(o, b, h):
-    b += _S_3.pack(o.topic_id)
+    b += _S_6.pack(o.topic_id)
     lst = o.partition_indexes
     n = len(lst) + 1
     if n < 128:
@@ -1413,7 +1496,7 @@ def _e_OffsetFetchRequest_10(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_OffsetFetchRequest_OffsetFetchRequestGroup_10(e, b, h)
-    b += _S_2.pack(o.require_stable)
+    b += _S_5.pack(o.require_stable)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1510,591 +1593,393 @@ OffsetFetchResponse.OffsetFetchResponsePartitions = _OffsetFetchResponse_OffsetF
 OffsetFetchResponse.OffsetFetchResponseTopics = _OffsetFetchResponse_OffsetFetchResponseTopics
 OffsetFetchResponse.OffsetFetchResponseGroup = _OffsetFetchResponse_OffsetFetchResponseGroup
 
-def _d_OffsetFetchResponse_OffsetFetchResponsePartition_0(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
-    o.committed_leader_epoch = -1
-    try:
-        o.partition_index, o.committed_offset = _S_4.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 0, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopic_0(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_OffsetFetchResponse_0(buf, p):
-    o = new(OffsetFetchResponse)
-    o.throttle_time_ms = 0
-    o.error_code = 0
-    o.groups = []
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchResponse)
+        o0.throttle_time_ms = 0
+        o0.error_code = 0
+        o0.groups = []
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+                        o2.committed_leader_epoch = -1
+                        o2.partition_index, o2.committed_offset, n = _S_7.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 0, p, 'Metadata runs past the frame')
+                            o2.metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.error_code, = _S_0.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartition_1(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
-    o.committed_leader_epoch = -1
-    try:
-        o.partition_index, o.committed_offset = _S_4.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 1, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopic_1(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_1(buf, p):
-    o = new(OffsetFetchResponse)
-    o.throttle_time_ms = 0
-    o.error_code = 0
-    o.groups = []
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchResponse)
+        o0.throttle_time_ms = 0
+        o0.error_code = 0
+        o0.groups = []
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+                        o2.committed_leader_epoch = -1
+                        o2.partition_index, o2.committed_offset, n = _S_7.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 1, p, 'Metadata runs past the frame')
+                            o2.metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.error_code, = _S_0.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartition_2(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
-    o.committed_leader_epoch = -1
-    try:
-        o.partition_index, o.committed_offset = _S_4.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 2, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopic_2(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_2(buf, p):
-    o = new(OffsetFetchResponse)
-    o.throttle_time_ms = 0
-    o.groups = []
+    end = len(buf)
     try:
+        o0 = new(OffsetFetchResponse)
+        o0.throttle_time_ms = 0
+        o0.groups = []
         n, = _S_1.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+                        o2.committed_leader_epoch = -1
+                        o2.partition_index, o2.committed_offset, n = _S_7.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 2, p, 'Metadata runs past the frame')
+                            o2.metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.error_code, = _S_0.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartition_3(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
-    o.committed_leader_epoch = -1
-    try:
-        o.partition_index, o.committed_offset = _S_4.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 3, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopic_3(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_3(buf, p):
-    o = new(OffsetFetchResponse)
-    o.groups = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetFetchResponse)
+        o0.groups = []
+        o0.throttle_time_ms, n = _S_8.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+                        o2.committed_leader_epoch = -1
+                        o2.partition_index, o2.committed_offset, n = _S_7.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 3, p, 'Metadata runs past the frame')
+                            o2.metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.error_code, = _S_0.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartition_4(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
-    o.committed_leader_epoch = -1
-    try:
-        o.partition_index, o.committed_offset = _S_4.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 4, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopic_4(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_4(buf, p):
-    o = new(OffsetFetchResponse)
-    o.groups = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetFetchResponse)
+        o0.groups = []
+        o0.throttle_time_ms, n = _S_8.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopic_4(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+                        o2.committed_leader_epoch = -1
+                        o2.partition_index, o2.committed_offset, n = _S_7.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 4, p, 'Metadata runs past the frame')
+                            o2.metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.error_code, = _S_0.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartition_5(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 5, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopic_5(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_5(buf, p):
-    o = new(OffsetFetchResponse)
-    o.groups = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetFetchResponse)
+        o0.groups = []
+        o0.throttle_time_ms, n = _S_8.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopic_5(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_1.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n = _S_9.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            o2.metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 5, p, 'Metadata runs past the frame')
+                            o2.metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.error_code, = _S_0.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.error_code, = _S_0.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartition_6(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 6, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopic_6(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 6, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 6, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_6(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_6(buf, p):
-    o = new(OffsetFetchResponse)
-    o.groups = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(OffsetFetchResponse)
+        o0.groups = []
+        o0.throttle_time_ms, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2102,151 +1987,153 @@ def _d_OffsetFetchResponse_6(buf, p):
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 6, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 6, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopic_6(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchResponse', 6, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchResponse', 6, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 6, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 6, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_10.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 6, p, 'Metadata runs past the frame')
+                            o2.metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetFetchResponse', 6, p, 'Metadata runs past the frame')
+                                o2.metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.error_code, k = _S_11.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.error_code, k = _S_11.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartition_7(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 7, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopic_7(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 7, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 7, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartition_7(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_7(buf, p):
-    o = new(OffsetFetchResponse)
-    o.groups = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(OffsetFetchResponse)
+        o0.groups = []
+        o0.throttle_time_ms, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2254,213 +2141,154 @@ def _d_OffsetFetchResponse_7(buf, p):
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 7, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 7, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopic_7(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchResponse', 7, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchResponse', 7, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 7, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 7, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_10.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 7, p, 'Metadata runs past the frame')
+                            o2.metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetFetchResponse', 7, p, 'Metadata runs past the frame')
+                                o2.metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.error_code, k = _S_11.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        o0.error_code, k = _S_11.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchResponse', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_8(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartitions)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 8, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopics_8(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopics)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 8, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 8, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_8(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseGroup_8(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 8, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 8, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 8, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 8, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopics_8(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_8(buf, p):
-    o = new(OffsetFetchResponse)
-    o.topics = []
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(OffsetFetchResponse)
+        o0.topics = []
+        o0.error_code = 0
+        o0.throttle_time_ms, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2468,211 +2296,214 @@ def _d_OffsetFetchResponse_8(buf, p):
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 8, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 8, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseGroup_8(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 8, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchResponse', 8, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchResponse', 8, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 8, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 8, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponseTopics)
+                        o2.topic_id = ZERO_UUID
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 8, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('OffsetFetchResponse', 8, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetFetchResponse', 8, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('OffsetFetchResponse', 8, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('OffsetFetchResponse', 8, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_OffsetFetchResponse_OffsetFetchResponsePartitions)
+                                o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, k = _S_10.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('OffsetFetchResponse', 8, p, 'Metadata runs past the frame')
+                                    o3.metadata = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.metadata = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('OffsetFetchResponse', 8, p, 'Metadata runs past the frame')
+                                        o3.metadata = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o3.error_code, k = _S_11.unpack_from(buf, p)
+                                p += 2
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.error_code, k = _S_11.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchResponse', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_9(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartitions)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 9, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopics_9(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopics)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 9, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 9, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_9(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseGroup_9(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 9, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 9, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 9, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 9, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopics_9(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_9(buf, p):
-    o = new(OffsetFetchResponse)
-    o.topics = []
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(OffsetFetchResponse)
+        o0.topics = []
+        o0.error_code = 0
+        o0.throttle_time_ms, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2680,199 +2511,214 @@ def _d_OffsetFetchResponse_9(buf, p):
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 9, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 9, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseGroup_9(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 9, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchResponse', 9, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchResponse', 9, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 9, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 9, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponseTopics)
+                        o2.topic_id = ZERO_UUID
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('OffsetFetchResponse', 9, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('OffsetFetchResponse', 9, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('OffsetFetchResponse', 9, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('OffsetFetchResponse', 9, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('OffsetFetchResponse', 9, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_OffsetFetchResponse_OffsetFetchResponsePartitions)
+                                o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, k = _S_10.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('OffsetFetchResponse', 9, p, 'Metadata runs past the frame')
+                                    o3.metadata = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.metadata = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('OffsetFetchResponse', 9, p, 'Metadata runs past the frame')
+                                        o3.metadata = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o3.error_code, k = _S_11.unpack_from(buf, p)
+                                p += 2
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.error_code, k = _S_11.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchResponse', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponsePartitions_10(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponsePartitions)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 10, p, 'Metadata runs past the frame')
-            o.metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseTopics_10(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseTopics)
-    o.name = ''
-    try:
-        o.topic_id, = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 10, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 10, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponsePartitions_10(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetFetchResponse_OffsetFetchResponseGroup_10(buf, p):
-    o = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 10, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetFetchResponse', 10, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetFetchResponse', 10, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetFetchResponse', 10, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseTopics_10(buf, p)
-                app(e)
-            o.topics = lst
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetFetchResponse', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetFetchResponse_10(buf, p):
-    o = new(OffsetFetchResponse)
-    o.topics = []
-    o.error_code = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(OffsetFetchResponse)
+        o0.topics = []
+        o0.error_code = 0
+        o0.throttle_time_ms, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2880,40 +2726,186 @@ def _d_OffsetFetchResponse_10(buf, p):
         if n < 0:
             raise DecodeError('OffsetFetchResponse', 10, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetFetchResponse', 10, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetFetchResponse_OffsetFetchResponseGroup_10(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_OffsetFetchResponse_OffsetFetchResponseGroup)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetFetchResponse', 10, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetFetchResponse', 10, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetFetchResponse', 10, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetFetchResponse', 10, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetFetchResponse', 10, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetFetchResponse_OffsetFetchResponseTopics)
+                        o2.name = ''
+                        o2.topic_id, k = _S_4.unpack_from(buf, p)
+                        p += 16
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('OffsetFetchResponse', 10, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('OffsetFetchResponse', 10, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_OffsetFetchResponse_OffsetFetchResponsePartitions)
+                                o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, k = _S_10.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('OffsetFetchResponse', 10, p, 'Metadata runs past the frame')
+                                    o3.metadata = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.metadata = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('OffsetFetchResponse', 10, p, 'Metadata runs past the frame')
+                                        o3.metadata = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o3.error_code, k = _S_11.unpack_from(buf, p)
+                                p += 2
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.error_code, k = _S_11.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetFetchResponse', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetFetchResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetFetchResponse', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_0(o, b, h):
-    b += _S_4.pack(o.partition_index, o.committed_offset)
+    b += _S_12.pack(o.partition_index, o.committed_offset)
     s = o.metadata
     if s is None:
         b += b'\xff\xff'
@@ -2955,7 +2947,7 @@ def _e_OffsetFetchResponse_3(o, b, h):
     b += _S_0.pack(o.error_code)
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_5(o, b, h):
-    b += _S_5.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b += _S_13.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     s = o.metadata
     if s is None:
         b += b'\xff\xff'
@@ -2984,7 +2976,7 @@ def _e_OffsetFetchResponse_5(o, b, h):
     b += _S_0.pack(o.error_code)
 
 def _e_OffsetFetchResponse_OffsetFetchResponsePartition_6(o, b, h):
-    b += _S_5.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b += _S_13.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     s = o.metadata
     if s is None:
         b.append(0)
@@ -3084,7 +3076,7 @@ def _e_OffsetFetchResponse_8(o, b, h):
         b.append(0)
 
 def _e_OffsetFetchResponse_OffsetFetchResponseTopics_10(o, b, h):
-    b += _S_3.pack(o.topic_id)
+    b += _S_6.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:

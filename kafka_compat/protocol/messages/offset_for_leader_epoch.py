@@ -12,15 +12,35 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
 
 _S_0 = _Struct('>i')
 _S_1 = _Struct('>h')
 _S_2 = _Struct('>ii')
 _S_3 = _Struct('>iii')
-_S_4 = _Struct('>hiq')
-_S_5 = _Struct('>hiiq')
+_S_4 = _Struct('>iB')
+_S_5 = _Struct('>iiiB')
+_S_6 = _Struct('>hiq')
+_S_7 = _Struct('>hiiq')
+_S_8 = _Struct('>hiiqB')
 
 
 class _OffsetForLeaderEpochRequest_OffsetForLeaderPartition(KafkaStruct):
@@ -64,355 +84,215 @@ class OffsetForLeaderEpochRequest(KafkaMessage):
 OffsetForLeaderEpochRequest.OffsetForLeaderPartition = _OffsetForLeaderEpochRequest_OffsetForLeaderPartition
 OffsetForLeaderEpochRequest.OffsetForLeaderTopic = _OffsetForLeaderEpochRequest_OffsetForLeaderTopic
 
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-    o.current_leader_epoch = -1
-    try:
-        o.partition, o.leader_epoch = _S_2.unpack_from(buf, p)
-        p += 8
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_0(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_OffsetForLeaderEpochRequest_0(buf, p):
-    o = new(OffsetForLeaderEpochRequest)
-    o.replica_id = -2
+    end = len(buf)
     try:
+        o0 = new(OffsetForLeaderEpochRequest)
+        o0.replica_id = -2
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                        o2.current_leader_epoch = -1
+                        o2.partition, o2.leader_epoch = _S_2.unpack_from(buf, p)
+                        p += 8
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_1(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-    o.current_leader_epoch = -1
-    try:
-        o.partition, o.leader_epoch = _S_2.unpack_from(buf, p)
-        p += 8
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetForLeaderEpochRequest_1(buf, p):
-    o = new(OffsetForLeaderEpochRequest)
-    o.replica_id = -2
+    end = len(buf)
     try:
+        o0 = new(OffsetForLeaderEpochRequest)
+        o0.replica_id = -2
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                        o2.current_leader_epoch = -1
+                        o2.partition, o2.leader_epoch = _S_2.unpack_from(buf, p)
+                        p += 8
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 12
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetForLeaderEpochRequest_2(buf, p):
-    o = new(OffsetForLeaderEpochRequest)
-    o.replica_id = -2
+    end = len(buf)
     try:
+        o0 = new(OffsetForLeaderEpochRequest)
+        o0.replica_id = -2
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S_3.unpack_from(buf, p)
+                        p += 12
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_3(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 12
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_3(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetForLeaderEpochRequest_3(buf, p):
-    o = new(OffsetForLeaderEpochRequest)
+    end = len(buf)
     try:
-        o.replica_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetForLeaderEpochRequest)
+        o0.replica_id, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S_3.unpack_from(buf, p)
+                        p += 12
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_4(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_4(buf, p):
-    o = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetForLeaderEpochRequest_4(buf, p):
-    o = new(OffsetForLeaderEpochRequest)
+    end = len(buf)
     try:
-        o.replica_id, = _S_0.unpack_from(buf, p)
+        o0 = new(OffsetForLeaderEpochRequest)
+        o0.replica_id, k = _S_4.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -420,37 +300,118 @@ def _d_OffsetForLeaderEpochRequest_4(buf, p):
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_4(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch, k = _S_5.unpack_from(buf, p)
+                        p += 12
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0(o, b, h):
     b += _S_2.pack(o.partition, o.leader_epoch)
@@ -590,355 +551,213 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
 OffsetForLeaderEpochResponse.EpochEndOffset = _OffsetForLeaderEpochResponse_EpochEndOffset
 OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult = _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult
 
-def _d_OffsetForLeaderEpochResponse_EpochEndOffset_0(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-    o.leader_epoch = -1
-    try:
-        o.error_code, o.partition, o.end_offset = _S_4.unpack_from(buf, p)
-        p += 14
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_EpochEndOffset_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_OffsetForLeaderEpochResponse_0(buf, p):
-    o = new(OffsetForLeaderEpochResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(OffsetForLeaderEpochResponse)
+        o0.throttle_time_ms = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                        o2.leader_epoch = -1
+                        o2.error_code, o2.partition, o2.end_offset = _S_6.unpack_from(buf, p)
+                        p += 14
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_EpochEndOffset_1(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-    try:
-        o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_5.unpack_from(buf, p)
-        p += 18
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_EpochEndOffset_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetForLeaderEpochResponse_1(buf, p):
-    o = new(OffsetForLeaderEpochResponse)
-    o.throttle_time_ms = 0
+    end = len(buf)
     try:
+        o0 = new(OffsetForLeaderEpochResponse)
+        o0.throttle_time_ms = 0
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S_7.unpack_from(buf, p)
+                        p += 18
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_EpochEndOffset_2(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-    try:
-        o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_5.unpack_from(buf, p)
-        p += 18
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_EpochEndOffset_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetForLeaderEpochResponse_2(buf, p):
-    o = new(OffsetForLeaderEpochResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetForLeaderEpochResponse)
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S_7.unpack_from(buf, p)
+                        p += 18
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_EpochEndOffset_3(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-    try:
-        o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_5.unpack_from(buf, p)
-        p += 18
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_3(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
-    try:
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_EpochEndOffset_3(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetForLeaderEpochResponse_3(buf, p):
-    o = new(OffsetForLeaderEpochResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
+        o0 = new(OffsetForLeaderEpochResponse)
+        o0.throttle_time_ms, n = _S_2.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_3(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_0.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S_7.unpack_from(buf, p)
+                        p += 18
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_EpochEndOffset_4(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-    try:
-        o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_5.unpack_from(buf, p)
-        p += 18
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_4(buf, p):
-    o = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_EpochEndOffset_4(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_OffsetForLeaderEpochResponse_4(buf, p):
-    o = new(OffsetForLeaderEpochResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(OffsetForLeaderEpochResponse)
+        o0.throttle_time_ms, k = _S_4.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -946,40 +765,121 @@ def _d_OffsetForLeaderEpochResponse_4(buf, p):
         if n < 0:
             raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_4(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, k = _S_8.unpack_from(buf, p)
+                        p += 18
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('OffsetForLeaderEpochResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_0(o, b, h):
-    b += _S_4.pack(o.error_code, o.partition, o.end_offset)
+    b += _S_6.pack(o.error_code, o.partition, o.end_offset)
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0(o, b, h):
     s = o.topic
@@ -998,7 +898,7 @@ def _e_OffsetForLeaderEpochResponse_0(o, b, h):
         _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_0(e, b, h)
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_1(o, b, h):
-    b += _S_5.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
+    b += _S_7.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
 
 def _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(o, b, h):
     s = o.topic
@@ -1024,7 +924,7 @@ def _e_OffsetForLeaderEpochResponse_2(o, b, h):
         _e_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_1(e, b, h)
 
 def _e_OffsetForLeaderEpochResponse_EpochEndOffset_4(o, b, h):
-    b += _S_5.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
+    b += _S_7.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

@@ -12,17 +12,42 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>hi')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>h')
-_S_3 = _Struct('>16s')
-_S_4 = _Struct('>ihq')
-_S_5 = _Struct('>ihqq')
-_S_6 = _Struct('>ihqqq')
-_S_7 = _Struct('>ii')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>hii')
+_S_1 = _Struct('>h')
+_S_2 = _Struct('>i')
+_S_3 = _Struct('>ii')
+_S_4 = _Struct('>hiB')
+_S_5 = _Struct('>iB')
+_S_6 = _Struct('>16sB')
+_S_7 = _Struct('>hi')
+_S_8 = _Struct('>16s')
+_S_9 = _Struct('>ihq')
+_S_10 = _Struct('>ihqq')
+_S_11 = _Struct('>ihqqq')
+_S_12 = _Struct('>ihqqqi')
+_S_13 = _Struct('>ih')
+_S_14 = _Struct('>ihqqqB')
+_S_15 = _Struct('>iiB')
 
 
 class _ProduceRequest_PartitionProduceData(KafkaStruct):
@@ -68,867 +93,621 @@ class ProduceRequest(KafkaMessage):
 ProduceRequest.PartitionProduceData = _ProduceRequest_PartitionProduceData
 ProduceRequest.TopicProduceData = _ProduceRequest_TopicProduceData
 
-def _d_ProduceRequest_PartitionProduceData_0(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 0, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_0(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 0, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 0, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_0(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ProduceRequest_0(buf, p):
-    o = new(ProduceRequest)
-    o.transactional_id = None
+    end = len(buf)
     try:
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ProduceRequest)
+        o0.transactional_id = None
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 0, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 0, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_0(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 0, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 0, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 0, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_1(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 1, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_1(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 1, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 1, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_1(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_1(buf, p):
-    o = new(ProduceRequest)
-    o.transactional_id = None
+    end = len(buf)
     try:
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ProduceRequest)
+        o0.transactional_id = None
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 1, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 1, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_1(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 1, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 1, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 1, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_2(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 2, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_2(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 2, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 2, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_2(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_2(buf, p):
-    o = new(ProduceRequest)
-    o.transactional_id = None
+    end = len(buf)
     try:
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(ProduceRequest)
+        o0.transactional_id = None
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 2, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 2, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_2(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 2, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 2, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 2, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_3(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 3, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_3(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 3, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 3, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_3(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_3(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n, = _S_2.unpack_from(buf, p)
+        o0 = new(ProduceRequest)
+        n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.transactional_id = None
+            o0.transactional_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ProduceRequest', 3, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 3, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 3, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_3(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 3, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 3, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 3, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_4(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 4, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_4(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 4, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 4, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_4(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_4(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n, = _S_2.unpack_from(buf, p)
+        o0 = new(ProduceRequest)
+        n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.transactional_id = None
+            o0.transactional_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ProduceRequest', 4, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 4, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 4, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_4(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 4, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 4, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 4, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_5(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 5, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_5(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 5, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 5, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_5(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_5(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n, = _S_2.unpack_from(buf, p)
+        o0 = new(ProduceRequest)
+        n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.transactional_id = None
+            o0.transactional_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ProduceRequest', 5, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 5, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 5, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_5(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 5, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 5, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 5, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_6(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 6, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_6(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 6, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 6, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_6(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_6(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n, = _S_2.unpack_from(buf, p)
+        o0 = new(ProduceRequest)
+        n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.transactional_id = None
+            o0.transactional_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ProduceRequest', 6, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 6, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 6, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_6(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 6, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 6, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 6, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 6, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_7(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 7, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_7(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 7, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 7, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_7(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_7(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n, = _S_2.unpack_from(buf, p)
+        o0 = new(ProduceRequest)
+        n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.transactional_id = None
+            o0.transactional_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ProduceRequest', 7, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 7, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 7, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_7(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 7, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 7, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 7, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 7, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_8(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 8, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_8(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceRequest', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceRequest', 8, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 8, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_8(buf, p)
-                app(e)
-            o.partition_data = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_8(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n, = _S_2.unpack_from(buf, p)
+        o0 = new(ProduceRequest)
+        n, = _S_1.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.transactional_id = None
+            o0.transactional_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('ProduceRequest', 8, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0.acks, o0.timeout_ms, n = _S_0.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('ProduceRequest', 8, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 8, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_8(buf, p)
-                app(e)
-            o.topic_data = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 8, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 8, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 8, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 8, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_data = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_data = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_9(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 9, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_9(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 9, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 9, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_9(buf, p)
-                app(e)
-            o.partition_data = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_9(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ProduceRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ProduceRequest', 9, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ProduceRequest', 9, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.acks, o0.timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -936,161 +715,164 @@ def _d_ProduceRequest_9(buf, p):
         if n < 0:
             raise DecodeError('ProduceRequest', 9, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 9, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_9(buf, p)
-                app(e)
-            o.topic_data = lst
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ProduceRequest', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ProduceRequest', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 9, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 9, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, k = _S_5.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 9, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_data = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_data = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceRequest', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceRequest', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_10(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 10, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_10(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 10, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 10, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 10, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 10, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_10(buf, p)
-                app(e)
-            o.partition_data = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_10(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ProduceRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ProduceRequest', 10, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ProduceRequest', 10, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.acks, o0.timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1098,161 +880,164 @@ def _d_ProduceRequest_10(buf, p):
         if n < 0:
             raise DecodeError('ProduceRequest', 10, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 10, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_10(buf, p)
-                app(e)
-            o.topic_data = lst
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 10, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ProduceRequest', 10, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ProduceRequest', 10, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 10, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 10, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, k = _S_5.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 10, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_data = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_data = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceRequest', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceRequest', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_11(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 11, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_11(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 11, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 11, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 11, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 11, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_11(buf, p)
-                app(e)
-            o.partition_data = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_11(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ProduceRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ProduceRequest', 11, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ProduceRequest', 11, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.acks, o0.timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1260,161 +1045,164 @@ def _d_ProduceRequest_11(buf, p):
         if n < 0:
             raise DecodeError('ProduceRequest', 11, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 11, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_11(buf, p)
-                app(e)
-            o.topic_data = lst
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 11, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ProduceRequest', 11, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ProduceRequest', 11, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 11, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 11, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, k = _S_5.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 11, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_data = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_data = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceRequest', 11, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceRequest', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_12(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 12, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_12(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 12, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 12, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 12, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 12, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_12(buf, p)
-                app(e)
-            o.partition_data = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 12, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_12(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ProduceRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ProduceRequest', 12, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ProduceRequest', 12, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.acks, o0.timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1422,149 +1210,164 @@ def _d_ProduceRequest_12(buf, p):
         if n < 0:
             raise DecodeError('ProduceRequest', 12, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 12, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_12(buf, p)
-                app(e)
-            o.topic_data = lst
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ProduceRequest', 12, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ProduceRequest', 12, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ProduceRequest', 12, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 12, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 12, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, k = _S_5.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 12, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_data = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_data = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceRequest', 12, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceRequest', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_PartitionProduceData_13(buf, p):
-    o = new(_ProduceRequest_PartitionProduceData)
-    try:
-        o.index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceRequest', 13, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceRequest_TopicProduceData_13(buf, p):
-    o = new(_ProduceRequest_TopicProduceData)
-    o.name = ''
-    try:
-        o.topic_id, = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceRequest', 13, p, 'null array in PartitionData')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceRequest', 13, p, 'array PartitionData longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceRequest_PartitionProduceData_13(buf, p)
-                app(e)
-            o.partition_data = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceRequest', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceRequest_13(buf, p):
-    o = new(ProduceRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.transactional_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ProduceRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ProduceRequest', 13, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.acks, o.timeout_ms = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.transactional_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ProduceRequest', 13, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.acks, o0.timeout_ms, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1572,45 +1375,121 @@ def _d_ProduceRequest_13(buf, p):
         if n < 0:
             raise DecodeError('ProduceRequest', 13, p, 'null array in TopicData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceRequest', 13, p, 'array TopicData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceRequest_TopicProduceData_13(buf, p)
-                app(e)
-            o.topic_data = lst
+                o1 = new(_ProduceRequest_TopicProduceData)
+                o1.name = ''
+                o1.topic_id, k = _S_6.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceRequest', 13, p, 'null array in PartitionData')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceRequest', 13, p, 'array PartitionData longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceRequest_PartitionProduceData)
+                        o2.index, k = _S_5.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceRequest', 13, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_data = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_data = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceRequest', 13, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceRequest', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceRequest', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ProduceRequest_PartitionProduceData_0(o, b, h):
-    b += _S_1.pack(o.index)
+    b += _S_2.pack(o.index)
     s = o.records
     if s is None:
         b += b'\xff\xff\xff\xff'
     else:
-        b += _S_1.pack(len(s))
+        b += _S_2.pack(len(s))
         if isinstance(s, _BUFFERS):
             b += s
         else:
@@ -1619,17 +1498,17 @@ def _e_ProduceRequest_PartitionProduceData_0(o, b, h):
 def _e_ProduceRequest_TopicProduceData_0(o, b, h):
     s = o.name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_data
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceRequest_PartitionProduceData_0(e, b, h)
 
 def _e_ProduceRequest_0(o, b, h):
-    b += _S_0.pack(o.acks, o.timeout_ms)
+    b += _S_7.pack(o.acks, o.timeout_ms)
     lst = o.topic_data
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceRequest_TopicProduceData_0(e, b, h)
 
@@ -1639,16 +1518,16 @@ def _e_ProduceRequest_3(o, b, h):
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_2.pack(len(s))
+        b += _S_1.pack(len(s))
         b += s
-    b += _S_0.pack(o.acks, o.timeout_ms)
+    b += _S_7.pack(o.acks, o.timeout_ms)
     lst = o.topic_data
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceRequest_TopicProduceData_0(e, b, h)
 
 def _e_ProduceRequest_PartitionProduceData_9(o, b, h):
-    b += _S_1.pack(o.index)
+    b += _S_2.pack(o.index)
     s = o.records
     if s is None:
         b.append(0)
@@ -1703,7 +1582,7 @@ def _e_ProduceRequest_9(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.acks, o.timeout_ms)
+    b += _S_7.pack(o.acks, o.timeout_ms)
     lst = o.topic_data
     n = len(lst) + 1
     if n < 128:
@@ -1719,7 +1598,7 @@ def _e_ProduceRequest_9(o, b, h):
         b.append(0)
 
 def _e_ProduceRequest_TopicProduceData_13(o, b, h):
-    b += _S_3.pack(o.topic_id)
+    b += _S_8.pack(o.topic_id)
     lst = o.partition_data
     n = len(lst) + 1
     if n < 128:
@@ -1746,7 +1625,7 @@ def _e_ProduceRequest_13(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.acks, o.timeout_ms)
+    b += _S_7.pack(o.acks, o.timeout_ms)
     lst = o.topic_data
     n = len(lst) + 1
     if n < 128:
@@ -1851,841 +1730,551 @@ ProduceResponse.PartitionProduceResponse = _ProduceResponse_PartitionProduceResp
 ProduceResponse.TopicProduceResponse = _ProduceResponse_TopicProduceResponse
 ProduceResponse.NodeEndpoint = _ProduceResponse_NodeEndpoint
 
-def _d_ProduceResponse_PartitionProduceResponse_0(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.log_append_time_ms = -1
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset = _S_4.unpack_from(buf, p)
-        p += 14
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_0(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 0, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 0, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_0(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ProduceResponse_0(buf, p):
-    o = new(ProduceResponse)
-    o.throttle_time_ms = 0
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.throttle_time_ms = 0
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_0(buf, p)
-                app(e)
-            o.responses = lst
-        o.unknown_tags = None
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 0, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 0, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.log_append_time_ms = -1
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset = _S_9.unpack_from(buf, p)
+                        p += 14
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_1(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.log_append_time_ms = -1
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset = _S_4.unpack_from(buf, p)
-        p += 14
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_1(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 1, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 1, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_1(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_1(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 1, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 1, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_1(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 1, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 1, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.log_append_time_ms = -1
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset = _S_9.unpack_from(buf, p)
+                        p += 14
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_2(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms = _S_5.unpack_from(buf, p)
-        p += 22
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_2(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 2, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 2, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_2(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_2(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 2, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 2, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_2(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 2, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 2, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S_10.unpack_from(buf, p)
+                        p += 22
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_3(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms = _S_5.unpack_from(buf, p)
-        p += 22
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_3(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 3, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 3, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_3(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_3(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 3, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 3, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_3(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 3, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 3, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 3, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S_10.unpack_from(buf, p)
+                        p += 22
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_4(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms = _S_5.unpack_from(buf, p)
-        p += 22
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_4(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 4, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 4, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_4(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_4(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 4, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 4, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_4(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 4, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 4, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 4, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S_10.unpack_from(buf, p)
+                        p += 22
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_5(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_5(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 5, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 5, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_5(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_5(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 5, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 5, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_5(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 5, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 5, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 5, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S_11.unpack_from(buf, p)
+                        p += 30
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_6(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_6(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 6, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 6, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 6, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 6, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_6(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_6(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 6, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 6, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_6(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 6, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 6, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 6, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 6, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S_11.unpack_from(buf, p)
+                        p += 30
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_7(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_7(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 7, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 7, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 7, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 7, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_7(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_7(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 7, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 7, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_7(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 7, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 7, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 7, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 7, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S_11.unpack_from(buf, p)
+                        p += 30
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_BatchIndexAndErrorMessage_8(buf, p):
-    o = new(_ProduceResponse_BatchIndexAndErrorMessage)
-    try:
-        o.batch_index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.batch_index_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 8, p, 'BatchIndexErrorMessage runs past the frame')
-            o.batch_index_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_8(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 8, p, 'null array in RecordErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 8, p, 'array RecordErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_8(buf, p)
-                app(e)
-            o.record_errors = lst
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 8, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_8(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('ProduceResponse', 8, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 8, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('ProduceResponse', 8, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 8, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_8(buf, p)
-                app(e)
-            o.partition_responses = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_8(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
-        n, = _S_1.unpack_from(buf, p)
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('ProduceResponse', 8, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 8, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_8(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 8, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 8, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 8, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 8, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n = _S_12.unpack_from(buf, p)
+                        p += 34
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 8, p, 'null array in RecordErrors')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ProduceResponse', 8, p, 'array RecordErrors longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ProduceResponse_BatchIndexAndErrorMessage)
+                                o3.batch_index, n = _S_13.unpack_from(buf, p)
+                                p += 6
+                                if n < 0:
+                                    o3.batch_index_error_message = None
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 8, p, 'BatchIndexErrorMessage runs past the frame')
+                                    o3.batch_index_error_message = str(buf[p:q], 'utf-8')
+                                    p = q
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.record_errors = lst2
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            o2.error_message = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ProduceResponse', 8, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_responses = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_BatchIndexAndErrorMessage_9(buf, p):
-    o = new(_ProduceResponse_BatchIndexAndErrorMessage)
-    try:
-        o.batch_index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.batch_index_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 9, p, 'BatchIndexErrorMessage runs past the frame')
-            o.batch_index_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_9(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 9, p, 'null array in RecordErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 9, p, 'array RecordErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_9(buf, p)
-                app(e)
-            o.record_errors = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 9, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_9(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 9, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 9, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 9, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 9, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_9(buf, p)
-                app(e)
-            o.partition_responses = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 9, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_9(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2695,305 +2284,210 @@ def _d_ProduceResponse_9(buf, p):
         if n < 0:
             raise DecodeError('ProduceResponse', 9, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 9, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_9(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 9, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ProduceResponse', 9, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ProduceResponse', 9, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 9, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 9, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, k = _S_14.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 9, p, 'null array in RecordErrors')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ProduceResponse', 9, p, 'array RecordErrors longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ProduceResponse_BatchIndexAndErrorMessage)
+                                o3.batch_index, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 9, p, 'BatchIndexErrorMessage runs past the frame')
+                                    o3.batch_index_error_message = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.batch_index_error_message = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 9, p, 'BatchIndexErrorMessage runs past the frame')
+                                        o3.batch_index_error_message = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.record_errors = lst2
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ProduceResponse', 9, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ProduceResponse', 9, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_responses = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceResponse', 9, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceResponse', 9, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 9, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_BatchIndexAndErrorMessage_10(buf, p):
-    o = new(_ProduceResponse_BatchIndexAndErrorMessage)
-    try:
-        o.batch_index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.batch_index_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 10, p, 'BatchIndexErrorMessage runs past the frame')
-            o.batch_index_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_LeaderIdAndEpoch_10(buf, p):
-    o = new(_ProduceResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_10(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 10, p, 'null array in RecordErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 10, p, 'array RecordErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_10(buf, p)
-                app(e)
-            o.record_errors = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 10, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_10(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_10(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 10, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 10, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 10, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 10, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_10(buf, p)
-                app(e)
-            o.partition_responses = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_NodeEndpoint_10(buf, p):
-    o = new(_ProduceResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 10, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 10, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 10, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_10(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -3003,34 +2497,235 @@ def _d_ProduceResponse_10(buf, p):
         if n < 0:
             raise DecodeError('ProduceResponse', 10, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 10, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_10(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 10, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ProduceResponse', 10, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ProduceResponse', 10, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 10, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 10, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, k = _S_14.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 10, p, 'null array in RecordErrors')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ProduceResponse', 10, p, 'array RecordErrors longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ProduceResponse_BatchIndexAndErrorMessage)
+                                o3.batch_index, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 10, p, 'BatchIndexErrorMessage runs past the frame')
+                                    o3.batch_index_error_message = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.batch_index_error_message = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 10, p, 'BatchIndexErrorMessage runs past the frame')
+                                        o3.batch_index_error_message = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.record_errors = lst2
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ProduceResponse', 10, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ProduceResponse', 10, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_ProduceResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_15.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_responses = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -3040,294 +2735,101 @@ def _d_ProduceResponse_10(buf, p):
                         if n < 0:
                             raise DecodeError('ProduceResponse', 10, p, 'null array in NodeEndpoints')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('ProduceResponse', 10, p, 'array NodeEndpoints longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_ProduceResponse_NodeEndpoint_10(buf, p)
-                                app(e)
-                            o.node_endpoints = lst
-                        buf = whole
-                        if not (o.node_endpoints):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                                o1 = new(_ProduceResponse_NodeEndpoint)
+                                o1.node_id, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 10, p, 'Host runs past the frame')
+                                    o1.host = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ProduceResponse', 10, p, 'null string in Host')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 10, p, 'Host runs past the frame')
+                                        o1.host = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.port, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 10, p, 'Rack runs past the frame')
+                                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.rack = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 10, p, 'Rack runs past the frame')
+                                        o1.rack = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 10, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ProduceResponse', 10, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.node_endpoints = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.node_endpoints):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 10, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_BatchIndexAndErrorMessage_11(buf, p):
-    o = new(_ProduceResponse_BatchIndexAndErrorMessage)
-    try:
-        o.batch_index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.batch_index_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 11, p, 'BatchIndexErrorMessage runs past the frame')
-            o.batch_index_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_LeaderIdAndEpoch_11(buf, p):
-    o = new(_ProduceResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_11(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 11, p, 'null array in RecordErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 11, p, 'array RecordErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_11(buf, p)
-                app(e)
-            o.record_errors = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 11, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_11(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_11(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 11, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 11, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 11, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 11, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_11(buf, p)
-                app(e)
-            o.partition_responses = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_NodeEndpoint_11(buf, p):
-    o = new(_ProduceResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 11, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 11, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 11, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_11(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -3337,34 +2839,235 @@ def _d_ProduceResponse_11(buf, p):
         if n < 0:
             raise DecodeError('ProduceResponse', 11, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 11, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_11(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 11, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ProduceResponse', 11, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ProduceResponse', 11, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 11, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 11, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, k = _S_14.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 11, p, 'null array in RecordErrors')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ProduceResponse', 11, p, 'array RecordErrors longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ProduceResponse_BatchIndexAndErrorMessage)
+                                o3.batch_index, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 11, p, 'BatchIndexErrorMessage runs past the frame')
+                                    o3.batch_index_error_message = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.batch_index_error_message = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 11, p, 'BatchIndexErrorMessage runs past the frame')
+                                        o3.batch_index_error_message = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.record_errors = lst2
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ProduceResponse', 11, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ProduceResponse', 11, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_ProduceResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_15.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_responses = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -3374,294 +3077,101 @@ def _d_ProduceResponse_11(buf, p):
                         if n < 0:
                             raise DecodeError('ProduceResponse', 11, p, 'null array in NodeEndpoints')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('ProduceResponse', 11, p, 'array NodeEndpoints longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_ProduceResponse_NodeEndpoint_11(buf, p)
-                                app(e)
-                            o.node_endpoints = lst
-                        buf = whole
-                        if not (o.node_endpoints):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                                o1 = new(_ProduceResponse_NodeEndpoint)
+                                o1.node_id, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 11, p, 'Host runs past the frame')
+                                    o1.host = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ProduceResponse', 11, p, 'null string in Host')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 11, p, 'Host runs past the frame')
+                                        o1.host = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.port, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 11, p, 'Rack runs past the frame')
+                                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.rack = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 11, p, 'Rack runs past the frame')
+                                        o1.rack = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 11, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ProduceResponse', 11, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.node_endpoints = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.node_endpoints):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 11, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_BatchIndexAndErrorMessage_12(buf, p):
-    o = new(_ProduceResponse_BatchIndexAndErrorMessage)
-    try:
-        o.batch_index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.batch_index_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 12, p, 'BatchIndexErrorMessage runs past the frame')
-            o.batch_index_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_LeaderIdAndEpoch_12(buf, p):
-    o = new(_ProduceResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_12(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 12, p, 'null array in RecordErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 12, p, 'array RecordErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_12(buf, p)
-                app(e)
-            o.record_errors = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 12, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_12(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_12(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 12, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 12, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 12, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 12, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_12(buf, p)
-                app(e)
-            o.partition_responses = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_NodeEndpoint_12(buf, p):
-    o = new(_ProduceResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 12, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 12, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 12, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_12(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -3671,34 +3181,235 @@ def _d_ProduceResponse_12(buf, p):
         if n < 0:
             raise DecodeError('ProduceResponse', 12, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 12, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_12(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ProduceResponse', 12, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ProduceResponse', 12, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ProduceResponse', 12, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 12, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 12, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, k = _S_14.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 12, p, 'null array in RecordErrors')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ProduceResponse', 12, p, 'array RecordErrors longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ProduceResponse_BatchIndexAndErrorMessage)
+                                o3.batch_index, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 12, p, 'BatchIndexErrorMessage runs past the frame')
+                                    o3.batch_index_error_message = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.batch_index_error_message = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 12, p, 'BatchIndexErrorMessage runs past the frame')
+                                        o3.batch_index_error_message = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.record_errors = lst2
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ProduceResponse', 12, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ProduceResponse', 12, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_ProduceResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_15.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_responses = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -3708,282 +3419,101 @@ def _d_ProduceResponse_12(buf, p):
                         if n < 0:
                             raise DecodeError('ProduceResponse', 12, p, 'null array in NodeEndpoints')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('ProduceResponse', 12, p, 'array NodeEndpoints longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_ProduceResponse_NodeEndpoint_12(buf, p)
-                                app(e)
-                            o.node_endpoints = lst
-                        buf = whole
-                        if not (o.node_endpoints):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                                o1 = new(_ProduceResponse_NodeEndpoint)
+                                o1.node_id, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 12, p, 'Host runs past the frame')
+                                    o1.host = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ProduceResponse', 12, p, 'null string in Host')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 12, p, 'Host runs past the frame')
+                                        o1.host = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.port, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 12, p, 'Rack runs past the frame')
+                                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.rack = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 12, p, 'Rack runs past the frame')
+                                        o1.rack = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 12, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ProduceResponse', 12, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.node_endpoints = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.node_endpoints):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 12, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_BatchIndexAndErrorMessage_13(buf, p):
-    o = new(_ProduceResponse_BatchIndexAndErrorMessage)
-    try:
-        o.batch_index, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.batch_index_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 13, p, 'BatchIndexErrorMessage runs past the frame')
-            o.batch_index_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_LeaderIdAndEpoch_13(buf, p):
-    o = new(_ProduceResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_7.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_PartitionProduceResponse_13(buf, p):
-    o = new(_ProduceResponse_PartitionProduceResponse)
-    o.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_6.unpack_from(buf, p)
-        p += 30
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 13, p, 'null array in RecordErrors')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 13, p, 'array RecordErrors longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_BatchIndexAndErrorMessage_13(buf, p)
-                app(e)
-            o.record_errors = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 13, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.current_leader, p = _d_ProduceResponse_LeaderIdAndEpoch_13(buf, p)
-                        buf = whole
-                        if not (o.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o.current_leader)):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_TopicProduceResponse_13(buf, p):
-    o = new(_ProduceResponse_TopicProduceResponse)
-    o.name = ''
-    try:
-        o.topic_id, = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 13, p, 'null array in PartitionResponses')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ProduceResponse', 13, p, 'array PartitionResponses longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ProduceResponse_PartitionProduceResponse_13(buf, p)
-                app(e)
-            o.partition_responses = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
-    return o, p
-
-def _d_ProduceResponse_NodeEndpoint_13(buf, p):
-    o = new(_ProduceResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ProduceResponse', 13, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 13, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ProduceResponse', 13, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ProduceResponse_13(buf, p):
-    o = new(ProduceResponse)
-    o.node_endpoints = []
+    end = len(buf)
     try:
+        o0 = new(ProduceResponse)
+        o0.node_endpoints = []
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -3993,34 +3523,215 @@ def _d_ProduceResponse_13(buf, p):
         if n < 0:
             raise DecodeError('ProduceResponse', 13, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ProduceResponse', 13, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ProduceResponse_TopicProduceResponse_13(buf, p)
-                app(e)
-            o.responses = lst
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+                o1 = new(_ProduceResponse_TopicProduceResponse)
+                o1.name = ''
+                o1.topic_id, k = _S_6.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ProduceResponse', 13, p, 'null array in PartitionResponses')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ProduceResponse', 13, p, 'array PartitionResponses longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ProduceResponse_PartitionProduceResponse)
+                        o2.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, k = _S_14.unpack_from(buf, p)
+                        p += 30
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ProduceResponse', 13, p, 'null array in RecordErrors')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ProduceResponse', 13, p, 'array RecordErrors longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ProduceResponse_BatchIndexAndErrorMessage)
+                                o3.batch_index, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 13, p, 'BatchIndexErrorMessage runs past the frame')
+                                    o3.batch_index_error_message = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o3.batch_index_error_message = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 13, p, 'BatchIndexErrorMessage runs past the frame')
+                                        o3.batch_index_error_message = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.record_errors = lst2
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ProduceResponse', 13, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ProduceResponse', 13, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                                    if t2 == 0:
+                                        w2, st2 = buf, p
+                                        buf = buf[:q2]
+                                        end = q2
+                                        o3 = new(_ProduceResponse_LeaderIdAndEpoch)
+                                        o3.leader_id, o3.leader_epoch, k = _S_15.unpack_from(buf, p)
+                                        p += 8
+                                        if k == 0:
+                                            p += 1
+                                            o3.unknown_tags = None
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            u3 = None
+                                            if n:
+                                                if n > end - p:
+                                                    raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                                                for _ in range(n):
+                                                    t3, p = read_uvarint(buf, p)
+                                                    s, p = read_uvarint(buf, p)
+                                                    q3 = p + s
+                                                    if q3 > end:
+                                                        raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                                                    if u3 is None:
+                                                        u3 = []
+                                                    u3.append((t3, bytes(buf[p:q3])))
+                                                    p = q3
+                                            o3.unknown_tags = u3
+                                        o2.current_leader = o3
+                                        buf = w2
+                                        end = len(buf)
+                                        if not (o2.current_leader is not None and _nd_ProduceResponse_LeaderIdAndEpoch(o2.current_leader)):
+                                            if u2 is None:
+                                                u2 = []
+                                            u2.append((t2, bytes(buf[st2:q2])))
+                                    else:
+                                        if u2 is None:
+                                            u2 = []
+                                        u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_responses = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
+        o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
                         n = buf[p] - 1
                         if n < 127:
                             p += 1
@@ -4030,109 +3741,176 @@ def _d_ProduceResponse_13(buf, p):
                         if n < 0:
                             raise DecodeError('ProduceResponse', 13, p, 'null array in NodeEndpoints')
                         else:
-                            if n > len(buf) - p:
+                            if n > end - p:
                                 raise DecodeError('ProduceResponse', 13, p, 'array NodeEndpoints longer than the frame')
-                            lst = []
-                            app = lst.append
+                            lst0 = []
+                            app0 = lst0.append
                             for _ in range(n):
-                                e, p = _d_ProduceResponse_NodeEndpoint_13(buf, p)
-                                app(e)
-                            o.node_endpoints = lst
-                        buf = whole
-                        if not (o.node_endpoints):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                                o1 = new(_ProduceResponse_NodeEndpoint)
+                                o1.node_id, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 13, p, 'Host runs past the frame')
+                                    o1.host = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ProduceResponse', 13, p, 'null string in Host')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 13, p, 'Host runs past the frame')
+                                        o1.host = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o1.port, k = _S_5.unpack_from(buf, p)
+                                p += 4
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ProduceResponse', 13, p, 'Rack runs past the frame')
+                                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        o1.rack = None
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ProduceResponse', 13, p, 'Rack runs past the frame')
+                                        o1.rack = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o1.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u1 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ProduceResponse', 13, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t1, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q1 = p + s
+                                            if q1 > end:
+                                                raise DecodeError('ProduceResponse', 13, p, 'tagged field runs past the frame')
+                                            if u1 is None:
+                                                u1 = []
+                                            u1.append((t1, bytes(buf[p:q1])))
+                                            p = q1
+                                    o1.unknown_tags = u1
+                                app0(o1)
+                            o0.node_endpoints = lst0
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.node_endpoints):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ProduceResponse', 13, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ProduceResponse_PartitionProduceResponse_0(o, b, h):
-    b += _S_4.pack(o.index, o.error_code, o.base_offset)
+    b += _S_9.pack(o.index, o.error_code, o.base_offset)
 
 def _e_ProduceResponse_TopicProduceResponse_0(o, b, h):
     s = o.name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_PartitionProduceResponse_0(e, b, h)
 
 def _e_ProduceResponse_0(o, b, h):
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_TopicProduceResponse_0(e, b, h)
 
 def _e_ProduceResponse_1(o, b, h):
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_TopicProduceResponse_0(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
 
 def _e_ProduceResponse_PartitionProduceResponse_2(o, b, h):
-    b += _S_5.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
+    b += _S_10.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
 def _e_ProduceResponse_TopicProduceResponse_2(o, b, h):
     s = o.name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_PartitionProduceResponse_2(e, b, h)
 
 def _e_ProduceResponse_2(o, b, h):
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_TopicProduceResponse_2(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
 
 def _e_ProduceResponse_PartitionProduceResponse_5(o, b, h):
-    b += _S_6.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    b += _S_11.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
 def _e_ProduceResponse_TopicProduceResponse_5(o, b, h):
     s = o.name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_PartitionProduceResponse_5(e, b, h)
 
 def _e_ProduceResponse_5(o, b, h):
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_TopicProduceResponse_5(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_8(o, b, h):
-    b += _S_1.pack(o.batch_index)
+    b += _S_2.pack(o.batch_index)
     s = o.batch_index_error_message
     if s is None:
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_2.pack(len(s))
+        b += _S_1.pack(len(s))
         b += s
 
 def _e_ProduceResponse_PartitionProduceResponse_8(o, b, h):
-    b += _S_6.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    b += _S_11.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     lst = o.record_errors
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_BatchIndexAndErrorMessage_8(e, b, h)
     s = o.error_message
@@ -4140,28 +3918,28 @@ def _e_ProduceResponse_PartitionProduceResponse_8(o, b, h):
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_2.pack(len(s))
+        b += _S_1.pack(len(s))
         b += s
 
 def _e_ProduceResponse_TopicProduceResponse_8(o, b, h):
     s = o.name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_PartitionProduceResponse_8(e, b, h)
 
 def _e_ProduceResponse_8(o, b, h):
     lst = o.responses
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_ProduceResponse_TopicProduceResponse_8(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
 
 def _e_ProduceResponse_BatchIndexAndErrorMessage_9(o, b, h):
-    b += _S_1.pack(o.batch_index)
+    b += _S_2.pack(o.batch_index)
     s = o.batch_index_error_message
     if s is None:
         b.append(0)
@@ -4180,7 +3958,7 @@ def _e_ProduceResponse_BatchIndexAndErrorMessage_9(o, b, h):
         b.append(0)
 
 def _e_ProduceResponse_PartitionProduceResponse_9(o, b, h):
-    b += _S_6.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    b += _S_11.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     lst = o.record_errors
     n = len(lst) + 1
     if n < 128:
@@ -4238,7 +4016,7 @@ def _e_ProduceResponse_9(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_ProduceResponse_TopicProduceResponse_9(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -4246,7 +4024,7 @@ def _e_ProduceResponse_9(o, b, h):
         b.append(0)
 
 def _e_ProduceResponse_LeaderIdAndEpoch_10(o, b, h):
-    b += _S_7.pack(o.leader_id, o.leader_epoch)
+    b += _S_3.pack(o.leader_id, o.leader_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -4254,7 +4032,7 @@ def _e_ProduceResponse_LeaderIdAndEpoch_10(o, b, h):
         b.append(0)
 
 def _e_ProduceResponse_PartitionProduceResponse_10(o, b, h):
-    b += _S_6.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    b += _S_11.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     lst = o.record_errors
     n = len(lst) + 1
     if n < 128:
@@ -4310,7 +4088,7 @@ def _e_ProduceResponse_TopicProduceResponse_10(o, b, h):
         b.append(0)
 
 def _e_ProduceResponse_NodeEndpoint_10(o, b, h):
-    b += _S_1.pack(o.node_id)
+    b += _S_2.pack(o.node_id)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -4319,7 +4097,7 @@ def _e_ProduceResponse_NodeEndpoint_10(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.port)
+    b += _S_2.pack(o.port)
     s = o.rack
     if s is None:
         b.append(0)
@@ -4346,7 +4124,7 @@ def _e_ProduceResponse_10(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_ProduceResponse_TopicProduceResponse_10(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     u = o.unknown_tags
     tg = []
     x = o.node_endpoints
@@ -4367,7 +4145,7 @@ def _e_ProduceResponse_10(o, b, h):
     _write_tags(b, tg)
 
 def _e_ProduceResponse_TopicProduceResponse_13(o, b, h):
-    b += _S_3.pack(o.topic_id)
+    b += _S_8.pack(o.topic_id)
     lst = o.partition_responses
     n = len(lst) + 1
     if n < 128:
@@ -4391,7 +4169,7 @@ def _e_ProduceResponse_13(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_ProduceResponse_TopicProduceResponse_13(e, b, h)
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_2.pack(o.throttle_time_ms)
     u = o.unknown_tags
     tg = []
     x = o.node_endpoints

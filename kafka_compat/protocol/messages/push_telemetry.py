@@ -12,11 +12,30 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>16si?b')
-_S_1 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>16si?bB')
+_S_1 = _Struct('>16si?b')
+_S_2 = _Struct('>ihB')
+_S_3 = _Struct('>ih')
 
 
 class PushTelemetryRequest(KafkaMessage):
@@ -39,12 +58,13 @@ class PushTelemetryRequest(KafkaMessage):
 
 
 def _d_PushTelemetryRequest_0(buf, p):
-    o = new(PushTelemetryRequest)
+    end = len(buf)
     try:
-        o.client_instance_id, o.subscription_id, o.terminating, o.compression_type = _S_0.unpack_from(buf, p)
+        o0 = new(PushTelemetryRequest)
+        o0.client_instance_id, o0.subscription_id, o0.terminating, o0.compression_type, k = _S_0.unpack_from(buf, p)
         p += 22
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -53,36 +73,36 @@ def _d_PushTelemetryRequest_0(buf, p):
             raise DecodeError('PushTelemetryRequest', 0, p, 'null bytes in Metrics')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('PushTelemetryRequest', 0, p, 'Metrics runs past the frame')
-            o.metrics = bytes(buf[p:q])
+            o0.metrics = bytes(buf[p:q])
             p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('PushTelemetryRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('PushTelemetryRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('PushTelemetryRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_PushTelemetryRequest_0(o, b, h):
-    b += _S_0.pack(o.client_instance_id, o.subscription_id, o.terminating, o.compression_type)
+    b += _S_1.pack(o.client_instance_id, o.subscription_id, o.terminating, o.compression_type)
     s = o.metrics
     n = len(s) + 1
     if n < 128:
@@ -117,36 +137,37 @@ class PushTelemetryResponse(KafkaMessage):
 
 
 def _d_PushTelemetryResponse_0(buf, p):
-    o = new(PushTelemetryResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
+        o0 = new(PushTelemetryResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 6
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('PushTelemetryResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('PushTelemetryResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('PushTelemetryResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_PushTelemetryResponse_0(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms, o.error_code)
+    b += _S_3.pack(o.throttle_time_ms, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

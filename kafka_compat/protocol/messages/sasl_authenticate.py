@@ -12,12 +12,32 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>i')
-_S_1 = _Struct('>h')
+_S_1 = _Struct('>hh')
 _S_2 = _Struct('>q')
+_S_3 = _Struct('>hB')
+_S_4 = _Struct('>qB')
+_S_5 = _Struct('>h')
 
 
 class SaslAuthenticateRequest(KafkaMessage):
@@ -36,44 +56,47 @@ class SaslAuthenticateRequest(KafkaMessage):
 
 
 def _d_SaslAuthenticateRequest_0(buf, p):
-    o = new(SaslAuthenticateRequest)
+    end = len(buf)
     try:
+        o0 = new(SaslAuthenticateRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('SaslAuthenticateRequest', 0, p, 'null bytes in AuthBytes')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslAuthenticateRequest', 0, p, 'AuthBytes runs past the frame')
-            o.auth_bytes = bytes(buf[p:q])
+            o0.auth_bytes = bytes(buf[p:q])
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SaslAuthenticateRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SaslAuthenticateRequest_1(buf, p):
-    o = new(SaslAuthenticateRequest)
+    end = len(buf)
     try:
+        o0 = new(SaslAuthenticateRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('SaslAuthenticateRequest', 1, p, 'null bytes in AuthBytes')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslAuthenticateRequest', 1, p, 'AuthBytes runs past the frame')
-            o.auth_bytes = bytes(buf[p:q])
+            o0.auth_bytes = bytes(buf[p:q])
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SaslAuthenticateRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SaslAuthenticateRequest_2(buf, p):
-    o = new(SaslAuthenticateRequest)
+    end = len(buf)
     try:
+        o0 = new(SaslAuthenticateRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -84,33 +107,33 @@ def _d_SaslAuthenticateRequest_2(buf, p):
             raise DecodeError('SaslAuthenticateRequest', 2, p, 'null bytes in AuthBytes')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslAuthenticateRequest', 2, p, 'AuthBytes runs past the frame')
-            o.auth_bytes = bytes(buf[p:q])
+            o0.auth_bytes = bytes(buf[p:q])
             p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('SaslAuthenticateRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('SaslAuthenticateRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('SaslAuthenticateRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_SaslAuthenticateRequest_0(o, b, h):
     s = o.auth_bytes
@@ -154,20 +177,19 @@ class SaslAuthenticateResponse(KafkaMessage):
 
 
 def _d_SaslAuthenticateResponse_0(buf, p):
-    o = new(SaslAuthenticateResponse)
-    o.session_lifetime_ms = 0
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(SaslAuthenticateResponse)
+        o0.session_lifetime_ms = 0
+        o0.error_code, n = _S_1.unpack_from(buf, p)
+        p += 4
         if n < 0:
-            o.error_message = None
+            o0.error_message = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslAuthenticateResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -175,29 +197,28 @@ def _d_SaslAuthenticateResponse_0(buf, p):
             raise DecodeError('SaslAuthenticateResponse', 0, p, 'null bytes in AuthBytes')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslAuthenticateResponse', 0, p, 'AuthBytes runs past the frame')
-            o.auth_bytes = bytes(buf[p:q])
+            o0.auth_bytes = bytes(buf[p:q])
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SaslAuthenticateResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SaslAuthenticateResponse_1(buf, p):
-    o = new(SaslAuthenticateResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 2
+        o0 = new(SaslAuthenticateResponse)
+        o0.error_code, n = _S_1.unpack_from(buf, p)
+        p += 4
         if n < 0:
-            o.error_message = None
+            o0.error_message = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslAuthenticateResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 4
@@ -205,36 +226,44 @@ def _d_SaslAuthenticateResponse_1(buf, p):
             raise DecodeError('SaslAuthenticateResponse', 1, p, 'null bytes in AuthBytes')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslAuthenticateResponse', 1, p, 'AuthBytes runs past the frame')
-            o.auth_bytes = bytes(buf[p:q])
+            o0.auth_bytes = bytes(buf[p:q])
             p = q
-        o.session_lifetime_ms, = _S_2.unpack_from(buf, p)
+        o0.session_lifetime_ms, = _S_2.unpack_from(buf, p)
         p += 8
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SaslAuthenticateResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SaslAuthenticateResponse_2(buf, p):
-    o = new(SaslAuthenticateResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_1.unpack_from(buf, p)
+        o0 = new(SaslAuthenticateResponse)
+        o0.error_code, k = _S_3.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SaslAuthenticateResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SaslAuthenticateResponse', 2, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -245,57 +274,57 @@ def _d_SaslAuthenticateResponse_2(buf, p):
             raise DecodeError('SaslAuthenticateResponse', 2, p, 'null bytes in AuthBytes')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslAuthenticateResponse', 2, p, 'AuthBytes runs past the frame')
-            o.auth_bytes = bytes(buf[p:q])
+            o0.auth_bytes = bytes(buf[p:q])
             p = q
-        o.session_lifetime_ms, = _S_2.unpack_from(buf, p)
+        o0.session_lifetime_ms, k = _S_4.unpack_from(buf, p)
         p += 8
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('SaslAuthenticateResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('SaslAuthenticateResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('SaslAuthenticateResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_SaslAuthenticateResponse_0(o, b, h):
-    b += _S_1.pack(o.error_code)
+    b += _S_5.pack(o.error_code)
     s = o.error_message
     if s is None:
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_1.pack(len(s))
+        b += _S_5.pack(len(s))
         b += s
     s = o.auth_bytes
     b += _S_0.pack(len(s))
     b += s
 
 def _e_SaslAuthenticateResponse_1(o, b, h):
-    b += _S_1.pack(o.error_code)
+    b += _S_5.pack(o.error_code)
     s = o.error_message
     if s is None:
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_1.pack(len(s))
+        b += _S_5.pack(len(s))
         b += s
     s = o.auth_bytes
     b += _S_0.pack(len(s))
@@ -303,7 +332,7 @@ def _e_SaslAuthenticateResponse_1(o, b, h):
     b += _S_2.pack(o.session_lifetime_ms)
 
 def _e_SaslAuthenticateResponse_2(o, b, h):
-    b += _S_1.pack(o.error_code)
+    b += _S_5.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

@@ -12,11 +12,29 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>h')
-_S_1 = _Struct('>i')
+_S_1 = _Struct('>hi')
+_S_2 = _Struct('>i')
 
 
 class SaslHandshakeRequest(KafkaMessage):
@@ -35,40 +53,42 @@ class SaslHandshakeRequest(KafkaMessage):
 
 
 def _d_SaslHandshakeRequest_0(buf, p):
-    o = new(SaslHandshakeRequest)
+    end = len(buf)
     try:
+        o0 = new(SaslHandshakeRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('SaslHandshakeRequest', 0, p, 'null string in Mechanism')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslHandshakeRequest', 0, p, 'Mechanism runs past the frame')
-            o.mechanism = str(buf[p:q], 'utf-8')
+            o0.mechanism = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SaslHandshakeRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SaslHandshakeRequest_1(buf, p):
-    o = new(SaslHandshakeRequest)
+    end = len(buf)
     try:
+        o0 = new(SaslHandshakeRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('SaslHandshakeRequest', 1, p, 'null string in Mechanism')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SaslHandshakeRequest', 1, p, 'Mechanism runs past the frame')
-            o.mechanism = str(buf[p:q], 'utf-8')
+            o0.mechanism = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SaslHandshakeRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_SaslHandshakeRequest_0(o, b, h):
     s = o.mechanism
@@ -97,19 +117,18 @@ class SaslHandshakeResponse(KafkaMessage):
 
 
 def _d_SaslHandshakeResponse_0(buf, p):
-    o = new(SaslHandshakeResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(SaslHandshakeResponse)
+        o0.error_code, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('SaslHandshakeResponse', 0, p, 'null array in Mechanisms')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('SaslHandshakeResponse', 0, p, 'array Mechanisms longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_0.unpack_from(buf, p)
                 p += 2
@@ -117,31 +136,30 @@ def _d_SaslHandshakeResponse_0(buf, p):
                     raise DecodeError('SaslHandshakeResponse', 0, p, 'null string in Mechanisms')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('SaslHandshakeResponse', 0, p, 'Mechanisms runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.mechanisms = lst
-        o.unknown_tags = None
+                app0(e0)
+            o0.mechanisms = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SaslHandshakeResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SaslHandshakeResponse_1(buf, p):
-    o = new(SaslHandshakeResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(SaslHandshakeResponse)
+        o0.error_code, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('SaslHandshakeResponse', 1, p, 'null array in Mechanisms')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('SaslHandshakeResponse', 1, p, 'array Mechanisms longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
                 n, = _S_0.unpack_from(buf, p)
                 p += 2
@@ -149,21 +167,21 @@ def _d_SaslHandshakeResponse_1(buf, p):
                     raise DecodeError('SaslHandshakeResponse', 1, p, 'null string in Mechanisms')
                 else:
                     q = p + n
-                    if q > len(buf):
+                    if q > end:
                         raise DecodeError('SaslHandshakeResponse', 1, p, 'Mechanisms runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p:q], 'utf-8')
                     p = q
-                app(e)
-            o.mechanisms = lst
-        o.unknown_tags = None
+                app0(e0)
+            o0.mechanisms = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SaslHandshakeResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_SaslHandshakeResponse_0(o, b, h):
     b += _S_0.pack(o.error_code)
     lst = o.mechanisms
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         s = e
         s = s.encode()

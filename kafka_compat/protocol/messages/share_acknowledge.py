@@ -12,15 +12,38 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
-_S_1 = _Struct('>16s')
-_S_2 = _Struct('>qq')
-_S_3 = _Struct('>i?')
-_S_4 = _Struct('>ih')
-_S_5 = _Struct('>ii')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>16sB')
+_S_2 = _Struct('>qqB')
+_S_3 = _Struct('>i?B')
+_S_4 = _Struct('>i')
+_S_5 = _Struct('>16s')
+_S_6 = _Struct('>qq')
+_S_7 = _Struct('>i?')
+_S_8 = _Struct('>ihB')
+_S_9 = _Struct('>iiB')
+_S_10 = _Struct('>ih')
+_S_11 = _Struct('>ii')
 
 
 class _ShareAcknowledgeRequest_AcknowledgementBatch(KafkaStruct):
@@ -79,176 +102,59 @@ ShareAcknowledgeRequest.AcknowledgementBatch = _ShareAcknowledgeRequest_Acknowle
 ShareAcknowledgeRequest.AcknowledgePartition = _ShareAcknowledgeRequest_AcknowledgePartition
 ShareAcknowledgeRequest.AcknowledgeTopic = _ShareAcknowledgeRequest_AcknowledgeTopic
 
-def _d_ShareAcknowledgeRequest_AcknowledgementBatch_0(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
-    try:
-        o.first_offset, o.last_offset = _S_2.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in AcknowledgeTypes')
-        else:
-            if n * 1 > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
-            p += n * 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeRequest_AcknowledgePartition_0(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgePartition)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in AcknowledgementBatches')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array AcknowledgementBatches longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgementBatch_0(buf, p)
-                app(e)
-            o.acknowledgement_batches = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgeTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ShareAcknowledgeRequest_0(buf, p):
-    o = new(ShareAcknowledgeRequest)
-    o.is_renew_ack = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ShareAcknowledgeRequest)
+        o0.is_renew_ack = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.share_session_epoch, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.member_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.share_session_epoch, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -256,208 +162,211 @@ def _d_ShareAcknowledgeRequest_0(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgeTopic_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ShareAcknowledgeRequest_AcknowledgeTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareAcknowledgeRequest_AcknowledgePartition)
+                        o2.partition_index, k = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in AcknowledgementBatches')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array AcknowledgementBatches longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
+                                o3.first_offset, o3.last_offset, k = _S_2.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 65:
+                                    o3.acknowledge_types = [*_K_int8[k](buf, p + 1)]
+                                    p += 1 * k - 0
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'null array in AcknowledgeTypes')
+                                    else:
+                                        if n < 64:
+                                            o3.acknowledge_types = [*_A_int8[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 1 > end - p:
+                                                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array AcknowledgeTypes longer than the frame')
+                                            o3.acknowledge_types = [*_Struct('>%db' % n).unpack_from(buf, p)]
+                                        p += n * 1
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acknowledgement_batches = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareAcknowledgeRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareAcknowledgeRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeRequest_AcknowledgementBatch_1(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
-    try:
-        o.first_offset, o.last_offset = _S_2.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in AcknowledgeTypes')
-        else:
-            if n * 1 > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
-            p += n * 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeRequest_AcknowledgePartition_1(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgePartition)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in AcknowledgementBatches')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array AcknowledgementBatches longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgementBatch_1(buf, p)
-                app(e)
-            o.acknowledgement_batches = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeRequest_AcknowledgeTopic_1(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgeTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgePartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareAcknowledgeRequest_1(buf, p):
-    o = new(ShareAcknowledgeRequest)
-    o.is_renew_ack = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ShareAcknowledgeRequest)
+        o0.is_renew_ack = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.share_session_epoch, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.member_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.share_session_epoch, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -465,207 +374,210 @@ def _d_ShareAcknowledgeRequest_1(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgeTopic_1(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ShareAcknowledgeRequest_AcknowledgeTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareAcknowledgeRequest_AcknowledgePartition)
+                        o2.partition_index, k = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in AcknowledgementBatches')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array AcknowledgementBatches longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
+                                o3.first_offset, o3.last_offset, k = _S_2.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 65:
+                                    o3.acknowledge_types = [*_K_int8[k](buf, p + 1)]
+                                    p += 1 * k - 0
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'null array in AcknowledgeTypes')
+                                    else:
+                                        if n < 64:
+                                            o3.acknowledge_types = [*_A_int8[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 1 > end - p:
+                                                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array AcknowledgeTypes longer than the frame')
+                                            o3.acknowledge_types = [*_Struct('>%db' % n).unpack_from(buf, p)]
+                                        p += n * 1
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acknowledgement_batches = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareAcknowledgeRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareAcknowledgeRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeRequest_AcknowledgementBatch_2(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
-    try:
-        o.first_offset, o.last_offset = _S_2.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in AcknowledgeTypes')
-        else:
-            if n * 1 > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
-            p += n * 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeRequest_AcknowledgePartition_2(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgePartition)
-    try:
-        o.partition_index, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in AcknowledgementBatches')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array AcknowledgementBatches longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgementBatch_2(buf, p)
-                app(e)
-            o.acknowledgement_batches = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeRequest_AcknowledgeTopic_2(buf, p):
-    o = new(_ShareAcknowledgeRequest_AcknowledgeTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgePartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareAcknowledgeRequest_2(buf, p):
-    o = new(ShareAcknowledgeRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ShareAcknowledgeRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeRequest', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.share_session_epoch, o.is_renew_ack = _S_3.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.member_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.share_session_epoch, o0.is_renew_ack, k = _S_3.unpack_from(buf, p)
         p += 5
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -673,40 +585,160 @@ def _d_ShareAcknowledgeRequest_2(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeRequest_AcknowledgeTopic_2(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ShareAcknowledgeRequest_AcknowledgeTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareAcknowledgeRequest_AcknowledgePartition)
+                        o2.partition_index, k = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in AcknowledgementBatches')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array AcknowledgementBatches longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
+                                o3.first_offset, o3.last_offset, k = _S_2.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 65:
+                                    o3.acknowledge_types = [*_K_int8[k](buf, p + 1)]
+                                    p += 1 * k - 0
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'null array in AcknowledgeTypes')
+                                    else:
+                                        if n < 64:
+                                            o3.acknowledge_types = [*_A_int8[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 1 > end - p:
+                                                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array AcknowledgeTypes longer than the frame')
+                                            o3.acknowledge_types = [*_Struct('>%db' % n).unpack_from(buf, p)]
+                                        p += n * 1
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acknowledgement_batches = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareAcknowledgeRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareAcknowledgeRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ShareAcknowledgeRequest_AcknowledgementBatch_0(o, b, h):
-    b += _S_2.pack(o.first_offset, o.last_offset)
+    b += _S_6.pack(o.first_offset, o.last_offset)
     lst = o.acknowledge_types
     n = len(lst) + 1
     if n < 128:
@@ -721,7 +753,7 @@ def _e_ShareAcknowledgeRequest_AcknowledgementBatch_0(o, b, h):
         b.append(0)
 
 def _e_ShareAcknowledgeRequest_AcknowledgePartition_0(o, b, h):
-    b += _S_0.pack(o.partition_index)
+    b += _S_4.pack(o.partition_index)
     lst = o.acknowledgement_batches
     n = len(lst) + 1
     if n < 128:
@@ -737,7 +769,7 @@ def _e_ShareAcknowledgeRequest_AcknowledgePartition_0(o, b, h):
         b.append(0)
 
 def _e_ShareAcknowledgeRequest_AcknowledgeTopic_0(o, b, h):
-    b += _S_1.pack(o.topic_id)
+    b += _S_5.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -775,7 +807,7 @@ def _e_ShareAcknowledgeRequest_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.share_session_epoch)
+    b += _S_4.pack(o.share_session_epoch)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -813,7 +845,7 @@ def _e_ShareAcknowledgeRequest_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_3.pack(o.share_session_epoch, o.is_renew_ack)
+    b += _S_7.pack(o.share_session_epoch, o.is_renew_ack)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -904,204 +936,34 @@ ShareAcknowledgeResponse.PartitionData = _ShareAcknowledgeResponse_PartitionData
 ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse = _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse
 ShareAcknowledgeResponse.NodeEndpoint = _ShareAcknowledgeResponse_NodeEndpoint
 
-def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(buf, p):
-    o = new(_ShareAcknowledgeResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_5.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_PartitionData_0(buf, p):
-    o = new(_ShareAcknowledgeResponse_PartitionData)
-    try:
-        o.partition_index, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.current_leader, p = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(buf, p)
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(buf, p):
-    o = new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_PartitionData_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_NodeEndpoint_0(buf, p):
-    o = new(_ShareAcknowledgeResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ShareAcknowledgeResponse_0(buf, p):
-    o = new(ShareAcknowledgeResponse)
-    o.acquisition_lock_timeout_ms = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(ShareAcknowledgeResponse)
+        o0.acquisition_lock_timeout_ms = 0
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1111,14 +973,120 @@ def _d_ShareAcknowledgeResponse_0(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareAcknowledgeResponse_PartitionData)
+                        o2.partition_index, o2.error_code, k = _S_8.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o3 = new(_ShareAcknowledgeResponse_LeaderIdAndEpoch)
+                        o3.leader_id, o3.leader_epoch, k = _S_9.unpack_from(buf, p)
+                        p += 8
+                        if k == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.current_leader = o3
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1128,236 +1096,132 @@ def _d_ShareAcknowledgeResponse_0(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null array in NodeEndpoints')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeResponse', 0, p, 'array NodeEndpoints longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_NodeEndpoint_0(buf, p)
-                app(e)
-            o.node_endpoints = lst
+                o1 = new(_ShareAcknowledgeResponse_NodeEndpoint)
+                o1.node_id, k = _S_0.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareAcknowledgeResponse', 0, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_0.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareAcknowledgeResponse', 0, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareAcknowledgeResponse', 0, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.node_endpoints = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareAcknowledgeResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareAcknowledgeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_1(buf, p):
-    o = new(_ShareAcknowledgeResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_5.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_PartitionData_1(buf, p):
-    o = new(_ShareAcknowledgeResponse_PartitionData)
-    try:
-        o.partition_index, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.current_leader, p = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_1(buf, p)
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_1(buf, p):
-    o = new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_PartitionData_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_NodeEndpoint_1(buf, p):
-    o = new(_ShareAcknowledgeResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareAcknowledgeResponse_1(buf, p):
-    o = new(ShareAcknowledgeResponse)
-    o.acquisition_lock_timeout_ms = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(ShareAcknowledgeResponse)
+        o0.acquisition_lock_timeout_ms = 0
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1367,14 +1231,120 @@ def _d_ShareAcknowledgeResponse_1(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeResponse', 1, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_1(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareAcknowledgeResponse_PartitionData)
+                        o2.partition_index, o2.error_code, k = _S_8.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o3 = new(_ShareAcknowledgeResponse_LeaderIdAndEpoch)
+                        o3.leader_id, o3.leader_epoch, k = _S_9.unpack_from(buf, p)
+                        p += 8
+                        if k == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.current_leader = o3
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1384,239 +1354,135 @@ def _d_ShareAcknowledgeResponse_1(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null array in NodeEndpoints')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeResponse', 1, p, 'array NodeEndpoints longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_NodeEndpoint_1(buf, p)
-                app(e)
-            o.node_endpoints = lst
+                o1 = new(_ShareAcknowledgeResponse_NodeEndpoint)
+                o1.node_id, k = _S_0.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareAcknowledgeResponse', 1, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_0.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareAcknowledgeResponse', 1, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareAcknowledgeResponse', 1, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.node_endpoints = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareAcknowledgeResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareAcknowledgeResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_2(buf, p):
-    o = new(_ShareAcknowledgeResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_5.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_PartitionData_2(buf, p):
-    o = new(_ShareAcknowledgeResponse_PartitionData)
-    try:
-        o.partition_index, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.current_leader, p = _d_ShareAcknowledgeResponse_LeaderIdAndEpoch_2(buf, p)
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_2(buf, p):
-    o = new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_PartitionData_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareAcknowledgeResponse_NodeEndpoint_2(buf, p):
-    o = new(_ShareAcknowledgeResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_0.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareAcknowledgeResponse_2(buf, p):
-    o = new(ShareAcknowledgeResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(ShareAcknowledgeResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareAcknowledgeResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.acquisition_lock_timeout_ms, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        o0.acquisition_lock_timeout_ms, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1624,14 +1490,120 @@ def _d_ShareAcknowledgeResponse_2(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeResponse', 2, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_2(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareAcknowledgeResponse_PartitionData)
+                        o2.partition_index, o2.error_code, k = _S_8.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o3 = new(_ShareAcknowledgeResponse_LeaderIdAndEpoch)
+                        o3.leader_id, o3.leader_epoch, k = _S_9.unpack_from(buf, p)
+                        p += 8
+                        if k == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.current_leader = o3
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1641,40 +1613,106 @@ def _d_ShareAcknowledgeResponse_2(buf, p):
         if n < 0:
             raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null array in NodeEndpoints')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareAcknowledgeResponse', 2, p, 'array NodeEndpoints longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareAcknowledgeResponse_NodeEndpoint_2(buf, p)
-                app(e)
-            o.node_endpoints = lst
+                o1 = new(_ShareAcknowledgeResponse_NodeEndpoint)
+                o1.node_id, k = _S_0.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareAcknowledgeResponse', 2, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_0.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareAcknowledgeResponse', 2, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareAcknowledgeResponse', 2, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.node_endpoints = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareAcknowledgeResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareAcknowledgeResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareAcknowledgeResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(o, b, h):
-    b += _S_5.pack(o.leader_id, o.leader_epoch)
+    b += _S_11.pack(o.leader_id, o.leader_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1682,7 +1720,7 @@ def _e_ShareAcknowledgeResponse_LeaderIdAndEpoch_0(o, b, h):
         b.append(0)
 
 def _e_ShareAcknowledgeResponse_PartitionData_0(o, b, h):
-    b += _S_4.pack(o.partition_index, o.error_code)
+    b += _S_10.pack(o.partition_index, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1702,7 +1740,7 @@ def _e_ShareAcknowledgeResponse_PartitionData_0(o, b, h):
         b.append(0)
 
 def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(o, b, h):
-    b += _S_1.pack(o.topic_id)
+    b += _S_5.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -1718,7 +1756,7 @@ def _e_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_0(o, b, h):
         b.append(0)
 
 def _e_ShareAcknowledgeResponse_NodeEndpoint_0(o, b, h):
-    b += _S_0.pack(o.node_id)
+    b += _S_4.pack(o.node_id)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -1727,7 +1765,7 @@ def _e_ShareAcknowledgeResponse_NodeEndpoint_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_0.pack(o.port)
+    b += _S_4.pack(o.port)
     s = o.rack
     if s is None:
         b.append(0)
@@ -1746,7 +1784,7 @@ def _e_ShareAcknowledgeResponse_NodeEndpoint_0(o, b, h):
         b.append(0)
 
 def _e_ShareAcknowledgeResponse_0(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1781,7 +1819,7 @@ def _e_ShareAcknowledgeResponse_0(o, b, h):
         b.append(0)
 
 def _e_ShareAcknowledgeResponse_2(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1793,7 +1831,7 @@ def _e_ShareAcknowledgeResponse_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.acquisition_lock_timeout_ms)
+    b += _S_4.pack(o.acquisition_lock_timeout_ms)
     lst = o.responses
     n = len(lst) + 1
     if n < 128:

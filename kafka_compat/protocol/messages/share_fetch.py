@@ -12,19 +12,46 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>iiii')
-_S_1 = _Struct('>16s')
-_S_2 = _Struct('>ii')
-_S_3 = _Struct('>qq')
-_S_4 = _Struct('>iiiiii')
-_S_5 = _Struct('>i')
-_S_6 = _Struct('>iiiiiib?')
-_S_7 = _Struct('>ih')
-_S_8 = _Struct('>h')
-_S_9 = _Struct('>qqh')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iiiiB')
+_S_1 = _Struct('>16sB')
+_S_2 = _Struct('>iiB')
+_S_3 = _Struct('>qqB')
+_S_4 = _Struct('>iiiiiiB')
+_S_5 = _Struct('>iB')
+_S_6 = _Struct('>iiiiiib?B')
+_S_7 = _Struct('>iiii')
+_S_8 = _Struct('>16s')
+_S_9 = _Struct('>ii')
+_S_10 = _Struct('>qq')
+_S_11 = _Struct('>iiiiii')
+_S_12 = _Struct('>i')
+_S_13 = _Struct('>iiiiiib?')
+_S_14 = _Struct('>ihB')
+_S_15 = _Struct('>hB')
+_S_16 = _Struct('>qqhB')
+_S_17 = _Struct('>ih')
+_S_18 = _Struct('>h')
+_S_19 = _Struct('>qqh')
 
 
 class _ShareFetchRequest_AcknowledgementBatch(KafkaStruct):
@@ -103,221 +130,62 @@ ShareFetchRequest.FetchPartition = _ShareFetchRequest_FetchPartition
 ShareFetchRequest.FetchTopic = _ShareFetchRequest_FetchTopic
 ShareFetchRequest.ForgottenTopic = _ShareFetchRequest_ForgottenTopic
 
-def _d_ShareFetchRequest_AcknowledgementBatch_0(buf, p):
-    o = new(_ShareFetchRequest_AcknowledgementBatch)
-    try:
-        o.first_offset, o.last_offset = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 0, p, 'null array in AcknowledgeTypes')
-        else:
-            if n * 1 > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 0, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
-            p += n * 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_FetchPartition_0(buf, p):
-    o = new(_ShareFetchRequest_FetchPartition)
-    try:
-        o.partition_index, o.partition_max_bytes = _S_2.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 0, p, 'null array in AcknowledgementBatches')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 0, p, 'array AcknowledgementBatches longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchRequest_AcknowledgementBatch_0(buf, p)
-                app(e)
-            o.acknowledgement_batches = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_FetchTopic_0(buf, p):
-    o = new(_ShareFetchRequest_FetchTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchRequest_FetchPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_ForgottenTopic_0(buf, p):
-    o = new(_ShareFetchRequest_ForgottenTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ShareFetchRequest_0(buf, p):
-    o = new(ShareFetchRequest)
-    o.max_records = 0
-    o.batch_size = 0
-    o.share_acquire_mode = 0
-    o.is_renew_ack = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ShareFetchRequest)
+        o0.max_records = 0
+        o0.batch_size = 0
+        o0.share_acquire_mode = 0
+        o0.is_renew_ack = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchRequest', 0, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.member_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchRequest', 0, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.share_session_epoch, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, k = _S_0.unpack_from(buf, p)
         p += 16
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -325,14 +193,134 @@ def _d_ShareFetchRequest_0(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchRequest_FetchTopic_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ShareFetchRequest_FetchTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareFetchRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareFetchRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareFetchRequest_FetchPartition)
+                        o2.partition_index, o2.partition_max_bytes, k = _S_2.unpack_from(buf, p)
+                        p += 8
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareFetchRequest', 0, p, 'null array in AcknowledgementBatches')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareFetchRequest', 0, p, 'array AcknowledgementBatches longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareFetchRequest_AcknowledgementBatch)
+                                o3.first_offset, o3.last_offset, k = _S_3.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 65:
+                                    o3.acknowledge_types = [*_K_int8[k](buf, p + 1)]
+                                    p += 1 * k - 0
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ShareFetchRequest', 0, p, 'null array in AcknowledgeTypes')
+                                    else:
+                                        if n < 64:
+                                            o3.acknowledge_types = [*_A_int8[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 1 > end - p:
+                                                raise DecodeError('ShareFetchRequest', 0, p, 'array AcknowledgeTypes longer than the frame')
+                                            o3.acknowledge_types = [*_Struct('>%db' % n).unpack_from(buf, p)]
+                                        p += n * 1
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acknowledgement_batches = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -342,252 +330,134 @@ def _d_ShareFetchRequest_0(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchRequest', 0, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchRequest', 0, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchRequest_ForgottenTopic_0(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
+                o1 = new(_ShareFetchRequest_ForgottenTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareFetchRequest', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('ShareFetchRequest', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareFetchRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareFetchRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareFetchRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_AcknowledgementBatch_1(buf, p):
-    o = new(_ShareFetchRequest_AcknowledgementBatch)
-    try:
-        o.first_offset, o.last_offset = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 1, p, 'null array in AcknowledgeTypes')
-        else:
-            if n * 1 > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 1, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
-            p += n * 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_FetchPartition_1(buf, p):
-    o = new(_ShareFetchRequest_FetchPartition)
-    o.partition_max_bytes = 0
-    try:
-        o.partition_index, = _S_5.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 1, p, 'null array in AcknowledgementBatches')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 1, p, 'array AcknowledgementBatches longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchRequest_AcknowledgementBatch_1(buf, p)
-                app(e)
-            o.acknowledgement_batches = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_FetchTopic_1(buf, p):
-    o = new(_ShareFetchRequest_FetchTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchRequest_FetchPartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_ForgottenTopic_1(buf, p):
-    o = new(_ShareFetchRequest_ForgottenTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareFetchRequest_1(buf, p):
-    o = new(ShareFetchRequest)
-    o.share_acquire_mode = 0
-    o.is_renew_ack = False
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ShareFetchRequest)
+        o0.share_acquire_mode = 0
+        o0.is_renew_ack = False
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchRequest', 1, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size = _S_4.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.member_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchRequest', 1, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.share_session_epoch, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.max_records, o0.batch_size, k = _S_4.unpack_from(buf, p)
         p += 24
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -595,14 +465,135 @@ def _d_ShareFetchRequest_1(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchRequest_FetchTopic_1(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ShareFetchRequest_FetchTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareFetchRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareFetchRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareFetchRequest_FetchPartition)
+                        o2.partition_max_bytes = 0
+                        o2.partition_index, k = _S_5.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareFetchRequest', 1, p, 'null array in AcknowledgementBatches')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareFetchRequest', 1, p, 'array AcknowledgementBatches longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareFetchRequest_AcknowledgementBatch)
+                                o3.first_offset, o3.last_offset, k = _S_3.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 65:
+                                    o3.acknowledge_types = [*_K_int8[k](buf, p + 1)]
+                                    p += 1 * k - 0
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ShareFetchRequest', 1, p, 'null array in AcknowledgeTypes')
+                                    else:
+                                        if n < 64:
+                                            o3.acknowledge_types = [*_A_int8[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 1 > end - p:
+                                                raise DecodeError('ShareFetchRequest', 1, p, 'array AcknowledgeTypes longer than the frame')
+                                            o3.acknowledge_types = [*_Struct('>%db' % n).unpack_from(buf, p)]
+                                        p += n * 1
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acknowledgement_batches = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -612,250 +603,132 @@ def _d_ShareFetchRequest_1(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchRequest', 1, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchRequest', 1, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchRequest_ForgottenTopic_1(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
+                o1 = new(_ShareFetchRequest_ForgottenTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareFetchRequest', 1, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('ShareFetchRequest', 1, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareFetchRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareFetchRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareFetchRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_AcknowledgementBatch_2(buf, p):
-    o = new(_ShareFetchRequest_AcknowledgementBatch)
-    try:
-        o.first_offset, o.last_offset = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 2, p, 'null array in AcknowledgeTypes')
-        else:
-            if n * 1 > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 2, p, 'array AcknowledgeTypes longer than the frame')
-            o.acknowledge_types = list((_ARRAYS['b'][n] if n < 64 else _Struct('>%db' % n)).unpack_from(buf, p))
-            p += n * 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_FetchPartition_2(buf, p):
-    o = new(_ShareFetchRequest_FetchPartition)
-    o.partition_max_bytes = 0
-    try:
-        o.partition_index, = _S_5.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 2, p, 'null array in AcknowledgementBatches')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 2, p, 'array AcknowledgementBatches longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchRequest_AcknowledgementBatch_2(buf, p)
-                app(e)
-            o.acknowledgement_batches = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_FetchTopic_2(buf, p):
-    o = new(_ShareFetchRequest_FetchTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchRequest_FetchPartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchRequest_ForgottenTopic_2(buf, p):
-    o = new(_ShareFetchRequest_ForgottenTopic)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchRequest', 2, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ShareFetchRequest', 2, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareFetchRequest_2(buf, p):
-    o = new(ShareFetchRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ShareFetchRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchRequest', 2, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchRequest', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack = _S_6.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.member_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchRequest', 2, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.share_session_epoch, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.max_records, o0.batch_size, o0.share_acquire_mode, o0.is_renew_ack, k = _S_6.unpack_from(buf, p)
         p += 26
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -863,14 +736,135 @@ def _d_ShareFetchRequest_2(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchRequest_FetchTopic_2(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_ShareFetchRequest_FetchTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareFetchRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareFetchRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareFetchRequest_FetchPartition)
+                        o2.partition_max_bytes = 0
+                        o2.partition_index, k = _S_5.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareFetchRequest', 2, p, 'null array in AcknowledgementBatches')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareFetchRequest', 2, p, 'array AcknowledgementBatches longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareFetchRequest_AcknowledgementBatch)
+                                o3.first_offset, o3.last_offset, k = _S_3.unpack_from(buf, p)
+                                p += 16
+                                if 0 < k < 65:
+                                    o3.acknowledge_types = [*_K_int8[k](buf, p + 1)]
+                                    p += 1 * k - 0
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ShareFetchRequest', 2, p, 'null array in AcknowledgeTypes')
+                                    else:
+                                        if n < 64:
+                                            o3.acknowledge_types = [*_A_int8[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 1 > end - p:
+                                                raise DecodeError('ShareFetchRequest', 2, p, 'array AcknowledgeTypes longer than the frame')
+                                            o3.acknowledge_types = [*_Struct('>%db' % n).unpack_from(buf, p)]
+                                        p += n * 1
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acknowledgement_batches = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -880,40 +874,82 @@ def _d_ShareFetchRequest_2(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchRequest', 2, p, 'null array in ForgottenTopicsData')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchRequest', 2, p, 'array ForgottenTopicsData longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchRequest_ForgottenTopic_2(buf, p)
-                app(e)
-            o.forgotten_topics_data = lst
+                o1 = new(_ShareFetchRequest_ForgottenTopic)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareFetchRequest', 2, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('ShareFetchRequest', 2, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.forgotten_topics_data = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareFetchRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareFetchRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareFetchRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ShareFetchRequest_AcknowledgementBatch_0(o, b, h):
-    b += _S_3.pack(o.first_offset, o.last_offset)
+    b += _S_10.pack(o.first_offset, o.last_offset)
     lst = o.acknowledge_types
     n = len(lst) + 1
     if n < 128:
@@ -928,7 +964,7 @@ def _e_ShareFetchRequest_AcknowledgementBatch_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchRequest_FetchPartition_0(o, b, h):
-    b += _S_2.pack(o.partition_index, o.partition_max_bytes)
+    b += _S_9.pack(o.partition_index, o.partition_max_bytes)
     lst = o.acknowledgement_batches
     n = len(lst) + 1
     if n < 128:
@@ -944,7 +980,7 @@ def _e_ShareFetchRequest_FetchPartition_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchRequest_FetchTopic_0(o, b, h):
-    b += _S_1.pack(o.topic_id)
+    b += _S_8.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -960,7 +996,7 @@ def _e_ShareFetchRequest_FetchTopic_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchRequest_ForgottenTopic_0(o, b, h):
-    b += _S_1.pack(o.topic_id)
+    b += _S_8.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -997,7 +1033,7 @@ def _e_ShareFetchRequest_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
+    b += _S_7.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -1021,7 +1057,7 @@ def _e_ShareFetchRequest_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchRequest_FetchPartition_1(o, b, h):
-    b += _S_5.pack(o.partition_index)
+    b += _S_12.pack(o.partition_index)
     lst = o.acknowledgement_batches
     n = len(lst) + 1
     if n < 128:
@@ -1037,7 +1073,7 @@ def _e_ShareFetchRequest_FetchPartition_1(o, b, h):
         b.append(0)
 
 def _e_ShareFetchRequest_FetchTopic_1(o, b, h):
-    b += _S_1.pack(o.topic_id)
+    b += _S_8.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -1075,7 +1111,7 @@ def _e_ShareFetchRequest_1(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_4.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
+    b += _S_11.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -1121,7 +1157,7 @@ def _e_ShareFetchRequest_2(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_6.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack)
+    b += _S_13.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -1237,280 +1273,34 @@ ShareFetchResponse.PartitionData = _ShareFetchResponse_PartitionData
 ShareFetchResponse.ShareFetchableTopicResponse = _ShareFetchResponse_ShareFetchableTopicResponse
 ShareFetchResponse.NodeEndpoint = _ShareFetchResponse_NodeEndpoint
 
-def _d_ShareFetchResponse_LeaderIdAndEpoch_0(buf, p):
-    o = new(_ShareFetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_2.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_AcquiredRecords_0(buf, p):
-    o = new(_ShareFetchResponse_AcquiredRecords)
-    try:
-        o.first_offset, o.last_offset, o.delivery_count = _S_9.unpack_from(buf, p)
-        p += 18
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_PartitionData_0(buf, p):
-    o = new(_ShareFetchResponse_PartitionData)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.acknowledge_error_code, = _S_8.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.acknowledge_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 0, p, 'AcknowledgeErrorMessage runs past the frame')
-            o.acknowledge_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.current_leader, p = _d_ShareFetchResponse_LeaderIdAndEpoch_0(buf, p)
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.records = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 0, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 0, p, 'null array in AcquiredRecords')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchResponse', 0, p, 'array AcquiredRecords longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchResponse_AcquiredRecords_0(buf, p)
-                app(e)
-            o.acquired_records = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_ShareFetchableTopicResponse_0(buf, p):
-    o = new(_ShareFetchResponse_ShareFetchableTopicResponse)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchResponse_PartitionData_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_NodeEndpoint_0(buf, p):
-    o = new(_ShareFetchResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_5.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_5.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 0, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ShareFetchResponse_0(buf, p):
-    o = new(ShareFetchResponse)
-    o.acquisition_lock_timeout_ms = 0
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_7.unpack_from(buf, p)
+        o0 = new(ShareFetchResponse)
+        o0.acquisition_lock_timeout_ms = 0
+        o0.throttle_time_ms, o0.error_code, k = _S_14.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1520,14 +1310,196 @@ def _d_ShareFetchResponse_0(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchResponse', 0, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchResponse', 0, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchResponse_ShareFetchableTopicResponse_0(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_ShareFetchResponse_ShareFetchableTopicResponse)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareFetchResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareFetchResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareFetchResponse_PartitionData)
+                        o2.partition_index, o2.error_code, k = _S_14.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 0, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareFetchResponse', 0, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.acknowledge_error_code, k = _S_15.unpack_from(buf, p)
+                        p += 2
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 0, p, 'AcknowledgeErrorMessage runs past the frame')
+                            o2.acknowledge_error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.acknowledge_error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareFetchResponse', 0, p, 'AcknowledgeErrorMessage runs past the frame')
+                                o2.acknowledge_error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o3 = new(_ShareFetchResponse_LeaderIdAndEpoch)
+                        o3.leader_id, o3.leader_epoch, k = _S_2.unpack_from(buf, p)
+                        p += 8
+                        if k == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.current_leader = o3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            o2.records = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 0, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareFetchResponse', 0, p, 'null array in AcquiredRecords')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareFetchResponse', 0, p, 'array AcquiredRecords longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareFetchResponse_AcquiredRecords)
+                                o3.first_offset, o3.last_offset, o3.delivery_count, k = _S_16.unpack_from(buf, p)
+                                p += 18
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acquired_records = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1537,315 +1509,135 @@ def _d_ShareFetchResponse_0(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchResponse', 0, p, 'null array in NodeEndpoints')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchResponse', 0, p, 'array NodeEndpoints longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchResponse_NodeEndpoint_0(buf, p)
-                app(e)
-            o.node_endpoints = lst
+                o1 = new(_ShareFetchResponse_NodeEndpoint)
+                o1.node_id, k = _S_5.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareFetchResponse', 0, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareFetchResponse', 0, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareFetchResponse', 0, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_5.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareFetchResponse', 0, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareFetchResponse', 0, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.node_endpoints = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareFetchResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareFetchResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareFetchResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_LeaderIdAndEpoch_1(buf, p):
-    o = new(_ShareFetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_2.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_AcquiredRecords_1(buf, p):
-    o = new(_ShareFetchResponse_AcquiredRecords)
-    try:
-        o.first_offset, o.last_offset, o.delivery_count = _S_9.unpack_from(buf, p)
-        p += 18
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_PartitionData_1(buf, p):
-    o = new(_ShareFetchResponse_PartitionData)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.acknowledge_error_code, = _S_8.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.acknowledge_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 1, p, 'AcknowledgeErrorMessage runs past the frame')
-            o.acknowledge_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.current_leader, p = _d_ShareFetchResponse_LeaderIdAndEpoch_1(buf, p)
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 1, p, 'null records in Records')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 1, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 1, p, 'null array in AcquiredRecords')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchResponse', 1, p, 'array AcquiredRecords longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchResponse_AcquiredRecords_1(buf, p)
-                app(e)
-            o.acquired_records = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_ShareFetchableTopicResponse_1(buf, p):
-    o = new(_ShareFetchResponse_ShareFetchableTopicResponse)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchResponse_PartitionData_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_NodeEndpoint_1(buf, p):
-    o = new(_ShareFetchResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_5.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_5.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 1, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareFetchResponse_1(buf, p):
-    o = new(ShareFetchResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_7.unpack_from(buf, p)
+        o0 = new(ShareFetchResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_14.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.acquisition_lock_timeout_ms, = _S_5.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        o0.acquisition_lock_timeout_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1853,14 +1645,196 @@ def _d_ShareFetchResponse_1(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchResponse', 1, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchResponse', 1, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchResponse_ShareFetchableTopicResponse_1(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_ShareFetchResponse_ShareFetchableTopicResponse)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareFetchResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareFetchResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareFetchResponse_PartitionData)
+                        o2.partition_index, o2.error_code, k = _S_14.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 1, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareFetchResponse', 1, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.acknowledge_error_code, k = _S_15.unpack_from(buf, p)
+                        p += 2
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 1, p, 'AcknowledgeErrorMessage runs past the frame')
+                            o2.acknowledge_error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.acknowledge_error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareFetchResponse', 1, p, 'AcknowledgeErrorMessage runs past the frame')
+                                o2.acknowledge_error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o3 = new(_ShareFetchResponse_LeaderIdAndEpoch)
+                        o3.leader_id, o3.leader_epoch, k = _S_2.unpack_from(buf, p)
+                        p += 8
+                        if k == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.current_leader = o3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareFetchResponse', 1, p, 'null records in Records')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 1, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareFetchResponse', 1, p, 'null array in AcquiredRecords')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareFetchResponse', 1, p, 'array AcquiredRecords longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareFetchResponse_AcquiredRecords)
+                                o3.first_offset, o3.last_offset, o3.delivery_count, k = _S_16.unpack_from(buf, p)
+                                p += 18
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acquired_records = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1870,315 +1844,135 @@ def _d_ShareFetchResponse_1(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchResponse', 1, p, 'null array in NodeEndpoints')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchResponse', 1, p, 'array NodeEndpoints longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchResponse_NodeEndpoint_1(buf, p)
-                app(e)
-            o.node_endpoints = lst
+                o1 = new(_ShareFetchResponse_NodeEndpoint)
+                o1.node_id, k = _S_5.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareFetchResponse', 1, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareFetchResponse', 1, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareFetchResponse', 1, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_5.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareFetchResponse', 1, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareFetchResponse', 1, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.node_endpoints = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareFetchResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareFetchResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareFetchResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_LeaderIdAndEpoch_2(buf, p):
-    o = new(_ShareFetchResponse_LeaderIdAndEpoch)
-    try:
-        o.leader_id, o.leader_epoch = _S_2.unpack_from(buf, p)
-        p += 8
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_AcquiredRecords_2(buf, p):
-    o = new(_ShareFetchResponse_AcquiredRecords)
-    try:
-        o.first_offset, o.last_offset, o.delivery_count = _S_9.unpack_from(buf, p)
-        p += 18
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_PartitionData_2(buf, p):
-    o = new(_ShareFetchResponse_PartitionData)
-    try:
-        o.partition_index, o.error_code = _S_7.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.acknowledge_error_code, = _S_8.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.acknowledge_error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 2, p, 'AcknowledgeErrorMessage runs past the frame')
-            o.acknowledge_error_message = str(buf[p:q], 'utf-8')
-            p = q
-        o.current_leader, p = _d_ShareFetchResponse_LeaderIdAndEpoch_2(buf, p)
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 2, p, 'null records in Records')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 2, p, 'Records runs past the frame')
-            o.records = buf[p:q]
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 2, p, 'null array in AcquiredRecords')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchResponse', 2, p, 'array AcquiredRecords longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchResponse_AcquiredRecords_2(buf, p)
-                app(e)
-            o.acquired_records = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_ShareFetchableTopicResponse_2(buf, p):
-    o = new(_ShareFetchResponse_ShareFetchableTopicResponse)
-    try:
-        o.topic_id, = _S_1.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareFetchResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareFetchResponse_PartitionData_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareFetchResponse_NodeEndpoint_2(buf, p):
-    o = new(_ShareFetchResponse_NodeEndpoint)
-    try:
-        o.node_id, = _S_5.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareFetchResponse', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_5.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('ShareFetchResponse', 2, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareFetchResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareFetchResponse_2(buf, p):
-    o = new(ShareFetchResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_7.unpack_from(buf, p)
+        o0 = new(ShareFetchResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_14.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareFetchResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.acquisition_lock_timeout_ms, = _S_5.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareFetchResponse', 2, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        o0.acquisition_lock_timeout_ms, k = _S_5.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -2186,14 +1980,196 @@ def _d_ShareFetchResponse_2(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchResponse', 2, p, 'null array in Responses')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchResponse', 2, p, 'array Responses longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchResponse_ShareFetchableTopicResponse_2(buf, p)
-                app(e)
-            o.responses = lst
+                o1 = new(_ShareFetchResponse_ShareFetchableTopicResponse)
+                o1.topic_id, k = _S_1.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ShareFetchResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ShareFetchResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ShareFetchResponse_PartitionData)
+                        o2.partition_index, o2.error_code, k = _S_14.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 2, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareFetchResponse', 2, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.acknowledge_error_code, k = _S_15.unpack_from(buf, p)
+                        p += 2
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 2, p, 'AcknowledgeErrorMessage runs past the frame')
+                            o2.acknowledge_error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.acknowledge_error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('ShareFetchResponse', 2, p, 'AcknowledgeErrorMessage runs past the frame')
+                                o2.acknowledge_error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        o3 = new(_ShareFetchResponse_LeaderIdAndEpoch)
+                        o3.leader_id, o3.leader_epoch, k = _S_2.unpack_from(buf, p)
+                        p += 8
+                        if k == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.current_leader = o3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareFetchResponse', 2, p, 'null records in Records')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('ShareFetchResponse', 2, p, 'Records runs past the frame')
+                            o2.records = buf[p:q]
+                            p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareFetchResponse', 2, p, 'null array in AcquiredRecords')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ShareFetchResponse', 2, p, 'array AcquiredRecords longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_ShareFetchResponse_AcquiredRecords)
+                                o3.first_offset, o3.last_offset, o3.delivery_count, k = _S_16.unpack_from(buf, p)
+                                p += 18
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.acquired_records = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.responses = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -2203,40 +2179,106 @@ def _d_ShareFetchResponse_2(buf, p):
         if n < 0:
             raise DecodeError('ShareFetchResponse', 2, p, 'null array in NodeEndpoints')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareFetchResponse', 2, p, 'array NodeEndpoints longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_ShareFetchResponse_NodeEndpoint_2(buf, p)
-                app(e)
-            o.node_endpoints = lst
+                o1 = new(_ShareFetchResponse_NodeEndpoint)
+                o1.node_id, k = _S_5.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareFetchResponse', 2, p, 'Host runs past the frame')
+                    o1.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareFetchResponse', 2, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareFetchResponse', 2, p, 'Host runs past the frame')
+                        o1.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.port, k = _S_5.unpack_from(buf, p)
+                p += 4
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ShareFetchResponse', 2, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareFetchResponse', 2, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.node_endpoints = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareFetchResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareFetchResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareFetchResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ShareFetchResponse_LeaderIdAndEpoch_0(o, b, h):
-    b += _S_2.pack(o.leader_id, o.leader_epoch)
+    b += _S_9.pack(o.leader_id, o.leader_epoch)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2244,7 +2286,7 @@ def _e_ShareFetchResponse_LeaderIdAndEpoch_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchResponse_AcquiredRecords_0(o, b, h):
-    b += _S_9.pack(o.first_offset, o.last_offset, o.delivery_count)
+    b += _S_19.pack(o.first_offset, o.last_offset, o.delivery_count)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2252,7 +2294,7 @@ def _e_ShareFetchResponse_AcquiredRecords_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchResponse_PartitionData_0(o, b, h):
-    b += _S_7.pack(o.partition_index, o.error_code)
+    b += _S_17.pack(o.partition_index, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -2264,7 +2306,7 @@ def _e_ShareFetchResponse_PartitionData_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_8.pack(o.acknowledge_error_code)
+    b += _S_18.pack(o.acknowledge_error_code)
     s = o.acknowledge_error_message
     if s is None:
         b.append(0)
@@ -2305,7 +2347,7 @@ def _e_ShareFetchResponse_PartitionData_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchResponse_ShareFetchableTopicResponse_0(o, b, h):
-    b += _S_1.pack(o.topic_id)
+    b += _S_8.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -2321,7 +2363,7 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchResponse_NodeEndpoint_0(o, b, h):
-    b += _S_5.pack(o.node_id)
+    b += _S_12.pack(o.node_id)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -2330,7 +2372,7 @@ def _e_ShareFetchResponse_NodeEndpoint_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.port)
+    b += _S_12.pack(o.port)
     s = o.rack
     if s is None:
         b.append(0)
@@ -2349,7 +2391,7 @@ def _e_ShareFetchResponse_NodeEndpoint_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchResponse_0(o, b, h):
-    b += _S_7.pack(o.throttle_time_ms, o.error_code)
+    b += _S_17.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -2384,7 +2426,7 @@ def _e_ShareFetchResponse_0(o, b, h):
         b.append(0)
 
 def _e_ShareFetchResponse_PartitionData_1(o, b, h):
-    b += _S_7.pack(o.partition_index, o.error_code)
+    b += _S_17.pack(o.partition_index, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -2396,7 +2438,7 @@ def _e_ShareFetchResponse_PartitionData_1(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_8.pack(o.acknowledge_error_code)
+    b += _S_18.pack(o.acknowledge_error_code)
     s = o.acknowledge_error_message
     if s is None:
         b.append(0)
@@ -2434,7 +2476,7 @@ def _e_ShareFetchResponse_PartitionData_1(o, b, h):
         b.append(0)
 
 def _e_ShareFetchResponse_ShareFetchableTopicResponse_1(o, b, h):
-    b += _S_1.pack(o.topic_id)
+    b += _S_8.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -2450,7 +2492,7 @@ def _e_ShareFetchResponse_ShareFetchableTopicResponse_1(o, b, h):
         b.append(0)
 
 def _e_ShareFetchResponse_1(o, b, h):
-    b += _S_7.pack(o.throttle_time_ms, o.error_code)
+    b += _S_17.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -2462,7 +2504,7 @@ def _e_ShareFetchResponse_1(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_5.pack(o.acquisition_lock_timeout_ms)
+    b += _S_12.pack(o.acquisition_lock_timeout_ms)
     lst = o.responses
     n = len(lst) + 1
     if n < 128:

@@ -12,14 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
-_S_1 = _Struct('>ih')
-_S_2 = _Struct('>ii')
-_S_3 = _Struct('>16s')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>i')
+_S_2 = _Struct('>ihB')
+_S_3 = _Struct('>ii')
 _S_4 = _Struct('>b')
+_S_5 = _Struct('>16sB')
+_S_6 = _Struct('>ih')
+_S_7 = _Struct('>16s')
 
 
 class ShareGroupHeartbeatRequest(KafkaMessage):
@@ -42,52 +62,76 @@ class ShareGroupHeartbeatRequest(KafkaMessage):
 
 
 def _d_ShareGroupHeartbeatRequest_0(buf, p):
-    o = new(ShareGroupHeartbeatRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ShareGroupHeartbeatRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.member_epoch, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.member_epoch, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.rack_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -95,100 +139,132 @@ def _d_ShareGroupHeartbeatRequest_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.subscribed_topic_names = None
+            o0.subscribed_topic_names = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'array SubscribedTopicNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in SubscribedTopicNames')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'SubscribedTopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.subscribed_topic_names = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'null string in SubscribedTopicNames')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'SubscribedTopicNames runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.subscribed_topic_names = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareGroupHeartbeatRequest_1(buf, p):
-    o = new(ShareGroupHeartbeatRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(ShareGroupHeartbeatRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.member_epoch, = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.member_epoch, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.rack_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -196,52 +272,60 @@ def _d_ShareGroupHeartbeatRequest_1(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.subscribed_topic_names = None
+            o0.subscribed_topic_names = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'array SubscribedTopicNames longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in SubscribedTopicNames')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'SubscribedTopicNames runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.subscribed_topic_names = lst
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'null string in SubscribedTopicNames')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'SubscribedTopicNames runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.subscribed_topic_names = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareGroupHeartbeatRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ShareGroupHeartbeatRequest_0(o, b, h):
     s = o.group_id
@@ -260,7 +344,7 @@ def _e_ShareGroupHeartbeatRequest_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_0.pack(o.member_epoch)
+    b += _S_1.pack(o.member_epoch)
     s = o.rack_id
     if s is None:
         b.append(0)
@@ -344,310 +428,330 @@ class ShareGroupHeartbeatResponse(KafkaMessage):
 ShareGroupHeartbeatResponse.Assignment = _ShareGroupHeartbeatResponse_Assignment
 ShareGroupHeartbeatResponse.TopicPartitions = _ShareGroupHeartbeatResponse_TopicPartitions
 
-def _d_ShareGroupHeartbeatResponse_TopicPartitions_0(buf, p):
-    o = new(_ShareGroupHeartbeatResponse_TopicPartitions)
-    try:
-        o.topic_id, = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareGroupHeartbeatResponse_Assignment_0(buf, p):
-    o = new(_ShareGroupHeartbeatResponse_Assignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'null array in TopicPartitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'array TopicPartitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareGroupHeartbeatResponse_TopicPartitions_0(buf, p)
-                app(e)
-            o.topic_partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_ShareGroupHeartbeatResponse_0(buf, p):
-    o = new(ShareGroupHeartbeatResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
+        o0 = new(ShareGroupHeartbeatResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.member_epoch, o.heartbeat_interval_ms = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.member_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.member_epoch, o0.heartbeat_interval_ms = _S_3.unpack_from(buf, p)
         p += 8
         if _S_4.unpack_from(buf, p)[0] < 0:
             p += 1
-            o.assignment = None
+            o0.assignment = None
         else:
             p += 1
-            o.assignment, p = _d_ShareGroupHeartbeatResponse_Assignment_0(buf, p)
+            o1 = new(_ShareGroupHeartbeatResponse_Assignment)
+            n = buf[p] - 1
+            if n < 127:
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'null array in TopicPartitions')
+            else:
+                if n > end - p:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'array TopicPartitions longer than the frame')
+                lst1 = []
+                app1 = lst1.append
+                for _ in range(n):
+                    o2 = new(_ShareGroupHeartbeatResponse_TopicPartitions)
+                    o2.topic_id, k = _S_5.unpack_from(buf, p)
+                    p += 16
+                    if 0 < k < 65:
+                        o2.partitions = [*_K_int32[k](buf, p + 1)]
+                        p += 4 * k - 3
+                    else:
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'null array in Partitions')
+                        else:
+                            if n < 64:
+                                o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
+                                o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                    if buf[p] == 0:
+                        p += 1
+                        o2.unknown_tags = None
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        u2 = None
+                        if n:
+                            if n > end - p:
+                                raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                            for _ in range(n):
+                                t2, p = read_uvarint(buf, p)
+                                s, p = read_uvarint(buf, p)
+                                q2 = p + s
+                                if q2 > end:
+                                    raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                                if u2 is None:
+                                    u2 = []
+                                u2.append((t2, bytes(buf[p:q2])))
+                                p = q2
+                        o2.unknown_tags = u2
+                    app1(o2)
+                o1.topic_partitions = lst1
+            if buf[p] == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.assignment = o1
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareGroupHeartbeatResponse_TopicPartitions_1(buf, p):
-    o = new(_ShareGroupHeartbeatResponse_TopicPartitions)
-    try:
-        o.topic_id, = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareGroupHeartbeatResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_ShareGroupHeartbeatResponse_Assignment_1(buf, p):
-    o = new(_ShareGroupHeartbeatResponse_Assignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'null array in TopicPartitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'array TopicPartitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_ShareGroupHeartbeatResponse_TopicPartitions_1(buf, p)
-                app(e)
-            o.topic_partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('ShareGroupHeartbeatResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_ShareGroupHeartbeatResponse_1(buf, p):
-    o = new(ShareGroupHeartbeatResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
+        o0 = new(ShareGroupHeartbeatResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.member_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.member_epoch, o.heartbeat_interval_ms = _S_2.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.member_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.member_epoch, o0.heartbeat_interval_ms = _S_3.unpack_from(buf, p)
         p += 8
         if _S_4.unpack_from(buf, p)[0] < 0:
             p += 1
-            o.assignment = None
+            o0.assignment = None
         else:
             p += 1
-            o.assignment, p = _d_ShareGroupHeartbeatResponse_Assignment_1(buf, p)
+            o1 = new(_ShareGroupHeartbeatResponse_Assignment)
+            n = buf[p] - 1
+            if n < 127:
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'null array in TopicPartitions')
+            else:
+                if n > end - p:
+                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'array TopicPartitions longer than the frame')
+                lst1 = []
+                app1 = lst1.append
+                for _ in range(n):
+                    o2 = new(_ShareGroupHeartbeatResponse_TopicPartitions)
+                    o2.topic_id, k = _S_5.unpack_from(buf, p)
+                    p += 16
+                    if 0 < k < 65:
+                        o2.partitions = [*_K_int32[k](buf, p + 1)]
+                        p += 4 * k - 3
+                    else:
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'null array in Partitions')
+                        else:
+                            if n < 64:
+                                o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'array Partitions longer than the frame')
+                                o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                    if buf[p] == 0:
+                        p += 1
+                        o2.unknown_tags = None
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        u2 = None
+                        if n:
+                            if n > end - p:
+                                raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                            for _ in range(n):
+                                t2, p = read_uvarint(buf, p)
+                                s, p = read_uvarint(buf, p)
+                                q2 = p + s
+                                if q2 > end:
+                                    raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                                if u2 is None:
+                                    u2 = []
+                                u2.append((t2, bytes(buf[p:q2])))
+                                p = q2
+                        o2.unknown_tags = u2
+                    app1(o2)
+                o1.topic_partitions = lst1
+            if buf[p] == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.assignment = o1
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('ShareGroupHeartbeatResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_ShareGroupHeartbeatResponse_TopicPartitions_0(o, b, h):
-    b += _S_3.pack(o.topic_id)
+    b += _S_7.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -677,7 +781,7 @@ def _e_ShareGroupHeartbeatResponse_Assignment_0(o, b, h):
         b.append(0)
 
 def _e_ShareGroupHeartbeatResponse_0(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms, o.error_code)
+    b += _S_6.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -700,7 +804,7 @@ def _e_ShareGroupHeartbeatResponse_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_2.pack(o.member_epoch, o.heartbeat_interval_ms)
+    b += _S_3.pack(o.member_epoch, o.heartbeat_interval_ms)
     if o.assignment is None:
         b.append(255)
     else:

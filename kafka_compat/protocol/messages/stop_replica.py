@@ -12,16 +12,42 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>ii?')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>h')
-_S_3 = _Struct('>iiq?')
-_S_4 = _Struct('>iiq')
-_S_5 = _Struct('>i?iq')
-_S_6 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>ii?i')
+_S_1 = _Struct('>h')
+_S_2 = _Struct('>i')
+_S_3 = _Struct('>iiq?i')
+_S_4 = _Struct('>iiq?B')
+_S_5 = _Struct('>iiqB')
+_S_6 = _Struct('>ii?B')
+_S_7 = _Struct('>i?iqB')
+_S_8 = _Struct('>ii?')
+_S_9 = _Struct('>iiq?')
+_S_10 = _Struct('>iiq')
+_S_11 = _Struct('>i?iq')
+_S_12 = _Struct('>hi')
+_S_13 = _Struct('>ih')
+_S_14 = _Struct('>hB')
+_S_15 = _Struct('>ihB')
 
 
 class _StopReplicaRequest_StopReplicaPartitionV0(KafkaStruct):
@@ -95,170 +121,104 @@ StopReplicaRequest.StopReplicaTopicV1 = _StopReplicaRequest_StopReplicaTopicV1
 StopReplicaRequest.StopReplicaPartitionState = _StopReplicaRequest_StopReplicaPartitionState
 StopReplicaRequest.StopReplicaTopicState = _StopReplicaRequest_StopReplicaTopicState
 
-def _d_StopReplicaRequest_StopReplicaPartitionV0_0(buf, p):
-    o = new(_StopReplicaRequest_StopReplicaPartitionV0)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaRequest', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, = _S_1.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_StopReplicaRequest_0(buf, p):
-    o = new(StopReplicaRequest)
-    o.is_k_raft_controller = False
-    o.broker_epoch = -1
-    o.topics = []
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.delete_partitions = _S_0.unpack_from(buf, p)
-        p += 9
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(StopReplicaRequest)
+        o0.is_k_raft_controller = False
+        o0.broker_epoch = -1
+        o0.topics = []
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, o0.delete_partitions, n = _S_0.unpack_from(buf, p)
+        p += 13
         if n < 0:
             raise DecodeError('StopReplicaRequest', 0, p, 'null array in UngroupedPartitions')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaRequest', 0, p, 'array UngroupedPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaRequest_StopReplicaPartitionV0_0(buf, p)
-                app(e)
-            o.ungrouped_partitions = lst
-        o.unknown_tags = None
+                o1 = new(_StopReplicaRequest_StopReplicaPartitionV0)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('StopReplicaRequest', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('StopReplicaRequest', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, = _S_2.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.ungrouped_partitions = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaRequest_StopReplicaTopicV1_1(buf, p):
-    o = new(_StopReplicaRequest_StopReplicaTopicV1)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 1, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 1, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_StopReplicaRequest_1(buf, p):
-    o = new(StopReplicaRequest)
-    o.is_k_raft_controller = False
-    o.ungrouped_partitions = []
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = _S_3.unpack_from(buf, p)
-        p += 17
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(StopReplicaRequest)
+        o0.is_k_raft_controller = False
+        o0.ungrouped_partitions = []
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, o0.delete_partitions, n = _S_3.unpack_from(buf, p)
+        p += 21
         if n < 0:
             raise DecodeError('StopReplicaRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaRequest_StopReplicaTopicV1_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_StopReplicaRequest_StopReplicaTopicV1)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('StopReplicaRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('StopReplicaRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('StopReplicaRequest', 1, p, 'null array in PartitionIndexes')
+                else:
+                    if n < 64:
+                        o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('StopReplicaRequest', 1, p, 'array PartitionIndexes longer than the frame')
+                        o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaRequest_StopReplicaTopicV1_2(buf, p):
-    o = new(_StopReplicaRequest_StopReplicaTopicV1)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 2, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 2, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StopReplicaRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StopReplicaRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_StopReplicaRequest_2(buf, p):
-    o = new(StopReplicaRequest)
-    o.is_k_raft_controller = False
-    o.ungrouped_partitions = []
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions = _S_3.unpack_from(buf, p)
+        o0 = new(StopReplicaRequest)
+        o0.is_k_raft_controller = False
+        o0.ungrouped_partitions = []
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, o0.delete_partitions, k = _S_4.unpack_from(buf, p)
         p += 17
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -266,136 +226,113 @@ def _d_StopReplicaRequest_2(buf, p):
         if n < 0:
             raise DecodeError('StopReplicaRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaRequest_StopReplicaTopicV1_2(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_StopReplicaRequest_StopReplicaTopicV1)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StopReplicaRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StopReplicaRequest', 2, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StopReplicaRequest', 2, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partition_indexes = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StopReplicaRequest', 2, p, 'null array in PartitionIndexes')
+                    else:
+                        if n < 64:
+                            o1.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StopReplicaRequest', 2, p, 'array PartitionIndexes longer than the frame')
+                            o1.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StopReplicaRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StopReplicaRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StopReplicaRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StopReplicaRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaRequest_StopReplicaPartitionState_3(buf, p):
-    o = new(_StopReplicaRequest_StopReplicaPartitionState)
-    try:
-        o.partition_index, o.leader_epoch, o.delete_partition = _S_0.unpack_from(buf, p)
-        p += 9
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaRequest_StopReplicaTopicState_3(buf, p):
-    o = new(_StopReplicaRequest_StopReplicaTopicState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 3, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaRequest', 3, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 3, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 3, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StopReplicaRequest_StopReplicaPartitionState_3(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_StopReplicaRequest_3(buf, p):
-    o = new(StopReplicaRequest)
-    o.is_k_raft_controller = False
-    o.delete_partitions = False
-    o.ungrouped_partitions = []
-    o.topics = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(StopReplicaRequest)
+        o0.is_k_raft_controller = False
+        o0.delete_partitions = False
+        o0.ungrouped_partitions = []
+        o0.topics = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, k = _S_5.unpack_from(buf, p)
         p += 16
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -403,135 +340,130 @@ def _d_StopReplicaRequest_3(buf, p):
         if n < 0:
             raise DecodeError('StopReplicaRequest', 3, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaRequest', 3, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaRequest_StopReplicaTopicState_3(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_StopReplicaRequest_StopReplicaTopicState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StopReplicaRequest', 3, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StopReplicaRequest', 3, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StopReplicaRequest', 3, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StopReplicaRequest', 3, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StopReplicaRequest', 3, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StopReplicaRequest_StopReplicaPartitionState)
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition, k = _S_6.unpack_from(buf, p)
+                        p += 9
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StopReplicaRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StopReplicaRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaRequest_StopReplicaPartitionState_4(buf, p):
-    o = new(_StopReplicaRequest_StopReplicaPartitionState)
-    try:
-        o.partition_index, o.leader_epoch, o.delete_partition = _S_0.unpack_from(buf, p)
-        p += 9
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaRequest_StopReplicaTopicState_4(buf, p):
-    o = new(_StopReplicaRequest_StopReplicaTopicState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 4, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaRequest', 4, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaRequest', 4, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StopReplicaRequest', 4, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StopReplicaRequest_StopReplicaPartitionState_4(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_StopReplicaRequest_4(buf, p):
-    o = new(StopReplicaRequest)
-    o.delete_partitions = False
-    o.ungrouped_partitions = []
-    o.topics = []
+    end = len(buf)
     try:
-        o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = _S_5.unpack_from(buf, p)
+        o0 = new(StopReplicaRequest)
+        o0.delete_partitions = False
+        o0.ungrouped_partitions = []
+        o0.topics = []
+        o0.controller_id, o0.is_k_raft_controller, o0.controller_epoch, o0.broker_epoch, k = _S_7.unpack_from(buf, p)
         p += 17
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -539,65 +471,146 @@ def _d_StopReplicaRequest_4(buf, p):
         if n < 0:
             raise DecodeError('StopReplicaRequest', 4, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaRequest', 4, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaRequest_StopReplicaTopicState_4(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_StopReplicaRequest_StopReplicaTopicState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StopReplicaRequest', 4, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StopReplicaRequest', 4, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StopReplicaRequest', 4, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StopReplicaRequest', 4, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StopReplicaRequest', 4, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StopReplicaRequest_StopReplicaPartitionState)
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition, k = _S_6.unpack_from(buf, p)
+                        p += 9
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StopReplicaRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StopReplicaRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_StopReplicaRequest_StopReplicaPartitionV0_0(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_1.pack(o.partition_index)
+    b += _S_2.pack(o.partition_index)
 
 def _e_StopReplicaRequest_0(o, b, h):
-    b += _S_0.pack(o.controller_id, o.controller_epoch, o.delete_partitions)
+    b += _S_8.pack(o.controller_id, o.controller_epoch, o.delete_partitions)
     lst = o.ungrouped_partitions
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_StopReplicaRequest_StopReplicaPartitionV0_0(e, b, h)
 
 def _e_StopReplicaRequest_StopReplicaTopicV1_1(o, b, h):
     s = o.name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_indexes
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
 
 def _e_StopReplicaRequest_1(o, b, h):
-    b += _S_3.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
+    b += _S_9.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     lst = o.topics
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_StopReplicaRequest_StopReplicaTopicV1_1(e, b, h)
 
@@ -624,7 +637,7 @@ def _e_StopReplicaRequest_StopReplicaTopicV1_2(o, b, h):
         b.append(0)
 
 def _e_StopReplicaRequest_2(o, b, h):
-    b += _S_3.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
+    b += _S_9.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -640,7 +653,7 @@ def _e_StopReplicaRequest_2(o, b, h):
         b.append(0)
 
 def _e_StopReplicaRequest_StopReplicaPartitionState_3(o, b, h):
-    b += _S_0.pack(o.partition_index, o.leader_epoch, o.delete_partition)
+    b += _S_8.pack(o.partition_index, o.leader_epoch, o.delete_partition)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -671,7 +684,7 @@ def _e_StopReplicaRequest_StopReplicaTopicState_3(o, b, h):
         b.append(0)
 
 def _e_StopReplicaRequest_3(o, b, h):
-    b += _S_4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    b += _S_10.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -687,7 +700,7 @@ def _e_StopReplicaRequest_3(o, b, h):
         b.append(0)
 
 def _e_StopReplicaRequest_4(o, b, h):
-    b += _S_5.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
+    b += _S_11.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -735,142 +748,84 @@ class StopReplicaResponse(KafkaMessage):
 
 StopReplicaResponse.StopReplicaPartitionError = _StopReplicaResponse_StopReplicaPartitionError
 
-def _d_StopReplicaResponse_StopReplicaPartitionError_0(buf, p):
-    o = new(_StopReplicaResponse_StopReplicaPartitionError)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('StopReplicaResponse', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaResponse', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_StopReplicaResponse_0(buf, p):
-    o = new(StopReplicaResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(StopReplicaResponse)
+        o0.error_code, n = _S_12.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('StopReplicaResponse', 0, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaResponse', 0, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaResponse_StopReplicaPartitionError_0(buf, p)
-                app(e)
-            o.partition_errors = lst
-        o.unknown_tags = None
+                o1 = new(_StopReplicaResponse_StopReplicaPartitionError)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('StopReplicaResponse', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('StopReplicaResponse', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.error_code = _S_13.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.partition_errors = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaResponse_StopReplicaPartitionError_1(buf, p):
-    o = new(_StopReplicaResponse_StopReplicaPartitionError)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('StopReplicaResponse', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaResponse', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_StopReplicaResponse_1(buf, p):
-    o = new(StopReplicaResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(StopReplicaResponse)
+        o0.error_code, n = _S_12.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('StopReplicaResponse', 1, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaResponse', 1, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaResponse_StopReplicaPartitionError_1(buf, p)
-                app(e)
-            o.partition_errors = lst
-        o.unknown_tags = None
+                o1 = new(_StopReplicaResponse_StopReplicaPartitionError)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('StopReplicaResponse', 1, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('StopReplicaResponse', 1, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.error_code = _S_13.unpack_from(buf, p)
+                p += 6
+                o1.unknown_tags = None
+                app0(o1)
+            o0.partition_errors = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaResponse_StopReplicaPartitionError_2(buf, p):
-    o = new(_StopReplicaResponse_StopReplicaPartitionError)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaResponse', 2, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaResponse', 2, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StopReplicaResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StopReplicaResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_StopReplicaResponse_2(buf, p):
-    o = new(StopReplicaResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(StopReplicaResponse)
+        o0.error_code, k = _S_14.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -878,88 +833,90 @@ def _d_StopReplicaResponse_2(buf, p):
         if n < 0:
             raise DecodeError('StopReplicaResponse', 2, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaResponse', 2, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaResponse_StopReplicaPartitionError_2(buf, p)
-                app(e)
-            o.partition_errors = lst
+                o1 = new(_StopReplicaResponse_StopReplicaPartitionError)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StopReplicaResponse', 2, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StopReplicaResponse', 2, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StopReplicaResponse', 2, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition_index, o1.error_code, k = _S_15.unpack_from(buf, p)
+                p += 6
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StopReplicaResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StopReplicaResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.partition_errors = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StopReplicaResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StopReplicaResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaResponse_StopReplicaPartitionError_3(buf, p):
-    o = new(_StopReplicaResponse_StopReplicaPartitionError)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaResponse', 3, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaResponse', 3, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StopReplicaResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StopReplicaResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_StopReplicaResponse_3(buf, p):
-    o = new(StopReplicaResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(StopReplicaResponse)
+        o0.error_code, k = _S_14.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -967,88 +924,90 @@ def _d_StopReplicaResponse_3(buf, p):
         if n < 0:
             raise DecodeError('StopReplicaResponse', 3, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaResponse', 3, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaResponse_StopReplicaPartitionError_3(buf, p)
-                app(e)
-            o.partition_errors = lst
+                o1 = new(_StopReplicaResponse_StopReplicaPartitionError)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StopReplicaResponse', 3, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StopReplicaResponse', 3, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StopReplicaResponse', 3, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition_index, o1.error_code, k = _S_15.unpack_from(buf, p)
+                p += 6
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StopReplicaResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StopReplicaResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.partition_errors = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StopReplicaResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StopReplicaResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_StopReplicaResponse_StopReplicaPartitionError_4(buf, p):
-    o = new(_StopReplicaResponse_StopReplicaPartitionError)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StopReplicaResponse', 4, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StopReplicaResponse', 4, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StopReplicaResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StopReplicaResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StopReplicaResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_StopReplicaResponse_4(buf, p):
-    o = new(StopReplicaResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(StopReplicaResponse)
+        o0.error_code, k = _S_14.unpack_from(buf, p)
         p += 2
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1056,49 +1015,93 @@ def _d_StopReplicaResponse_4(buf, p):
         if n < 0:
             raise DecodeError('StopReplicaResponse', 4, p, 'null array in PartitionErrors')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StopReplicaResponse', 4, p, 'array PartitionErrors longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StopReplicaResponse_StopReplicaPartitionError_4(buf, p)
-                app(e)
-            o.partition_errors = lst
+                o1 = new(_StopReplicaResponse_StopReplicaPartitionError)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StopReplicaResponse', 4, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StopReplicaResponse', 4, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StopReplicaResponse', 4, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition_index, o1.error_code, k = _S_15.unpack_from(buf, p)
+                p += 6
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StopReplicaResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StopReplicaResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.partition_errors = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StopReplicaResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StopReplicaResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StopReplicaResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_StopReplicaResponse_StopReplicaPartitionError_0(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_6.pack(o.partition_index, o.error_code)
+    b += _S_13.pack(o.partition_index, o.error_code)
 
 def _e_StopReplicaResponse_0(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_1.pack(o.error_code)
     lst = o.partition_errors
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_StopReplicaResponse_StopReplicaPartitionError_0(e, b, h)
 
@@ -1111,7 +1114,7 @@ def _e_StopReplicaResponse_StopReplicaPartitionError_2(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_6.pack(o.partition_index, o.error_code)
+    b += _S_13.pack(o.partition_index, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1119,7 +1122,7 @@ def _e_StopReplicaResponse_StopReplicaPartitionError_2(o, b, h):
         b.append(0)
 
 def _e_StopReplicaResponse_2(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_1.pack(o.error_code)
     lst = o.partition_errors
     n = len(lst) + 1
     if n < 128:

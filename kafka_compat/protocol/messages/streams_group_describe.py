@@ -12,17 +12,40 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>?')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>h')
-_S_3 = _Struct('>ii')
-_S_4 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>?B')
+_S_1 = _Struct('>?')
+_S_2 = _Struct('>iB')
+_S_3 = _Struct('>hB')
+_S_4 = _Struct('>ii')
 _S_5 = _Struct('>b')
-_S_6 = _Struct('>H')
-_S_7 = _Struct('>iq')
+_S_6 = _Struct('>ihB')
+_S_7 = _Struct('>HB')
+_S_8 = _Struct('>iqB')
+_S_9 = _Struct('>i')
+_S_10 = _Struct('>h')
+_S_11 = _Struct('>ih')
+_S_12 = _Struct('>H')
+_S_13 = _Struct('>iq')
 
 
 class StreamsGroupDescribeRequest(KafkaMessage):
@@ -42,8 +65,9 @@ class StreamsGroupDescribeRequest(KafkaMessage):
 
 
 def _d_StreamsGroupDescribeRequest_0(buf, p):
-    o = new(StreamsGroupDescribeRequest)
+    end = len(buf)
     try:
+        o0 = new(StreamsGroupDescribeRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -53,52 +77,60 @@ def _d_StreamsGroupDescribeRequest_0(buf, p):
         if n < 0:
             raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'null array in GroupIds')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'array GroupIds longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'null string in GroupIds')
-                else:
-                    q = p + n
-                    if q > len(buf):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
                         raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'GroupIds runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
+                    e0 = str(buf[p + 1:q], 'utf-8')
                     p = q
-                app(e)
-            o.group_ids = lst
-        o.include_authorized_operations, = _S_0.unpack_from(buf, p)
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'null string in GroupIds')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'GroupIds runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.group_ids = lst0
+        o0.include_authorized_operations, k = _S_0.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StreamsGroupDescribeRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_StreamsGroupDescribeRequest_0(o, b, h):
     lst = o.group_ids
@@ -116,7 +148,7 @@ def _e_StreamsGroupDescribeRequest_0(o, b, h):
         else:
             write_uvarint(b, n)
         b += s
-    b += _S_0.pack(o.include_authorized_operations)
+    b += _S_1.pack(o.include_authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -303,801 +335,14 @@ StreamsGroupDescribeResponse.TaskIds = _StreamsGroupDescribeResponse_TaskIds
 StreamsGroupDescribeResponse.KeyValue = _StreamsGroupDescribeResponse_KeyValue
 StreamsGroupDescribeResponse.TopicInfo = _StreamsGroupDescribeResponse_TopicInfo
 
-def _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_KeyValue)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Value')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_TopicInfo)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partitions, o.replication_factor = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TopicConfigs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array TopicConfigs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p)
-                app(e)
-            o.topic_configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_Subtopology)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
-            o.subtopology_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in SourceTopics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array SourceTopics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SourceTopics')
-                else:
-                    q = p + n
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SourceTopics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
-                    p = q
-                app(e)
-            o.source_topics = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in RepartitionSinkTopics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array RepartitionSinkTopics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in RepartitionSinkTopics')
-                else:
-                    q = p + n
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'RepartitionSinkTopics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
-                    p = q
-                app(e)
-            o.repartition_sink_topics = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in StateChangelogTopics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array StateChangelogTopics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p)
-                app(e)
-            o.state_changelog_topics = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in RepartitionSourceTopics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array RepartitionSourceTopics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_TopicInfo_0(buf, p)
-                app(e)
-            o.repartition_source_topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_Topology_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_Topology)
-    try:
-        o.epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.subtopologies = None
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Subtopologies longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_Subtopology_0(buf, p)
-                app(e)
-            o.subtopologies = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_Endpoint_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_Endpoint)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_6.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_TaskOffset_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_TaskOffset)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
-            o.subtopology_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition, o.offset = _S_7.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_TaskIds)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
-            o.subtopology_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_Assignment_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_Assignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in ActiveTasks')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array ActiveTasks longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p)
-                app(e)
-            o.active_tasks = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in StandbyTasks')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array StandbyTasks longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p)
-                app(e)
-            o.standby_tasks = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in WarmupTasks')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array WarmupTasks longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_TaskIds_0(buf, p)
-                app(e)
-            o.warmup_tasks = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_Member_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_Member)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.member_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'InstanceId runs past the frame')
-            o.instance_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack_id = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ClientId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
-            o.client_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ClientHost')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
-            o.client_host = str(buf[p:q], 'utf-8')
-            p = q
-        o.topology_epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ProcessId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ProcessId runs past the frame')
-            o.process_id = str(buf[p:q], 'utf-8')
-            p = q
-        if _S_5.unpack_from(buf, p)[0] < 0:
-            p += 1
-            o.user_endpoint = None
-        else:
-            p += 1
-            o.user_endpoint, p = _d_StreamsGroupDescribeResponse_Endpoint_0(buf, p)
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in ClientTags')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array ClientTags longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_KeyValue_0(buf, p)
-                app(e)
-            o.client_tags = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TaskOffsets')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array TaskOffsets longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_TaskOffset_0(buf, p)
-                app(e)
-            o.task_offsets = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TaskEndOffsets')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array TaskEndOffsets longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_TaskOffset_0(buf, p)
-                app(e)
-            o.task_end_offsets = lst
-        o.assignment, p = _d_StreamsGroupDescribeResponse_Assignment_0(buf, p)
-        o.target_assignment, p = _d_StreamsGroupDescribeResponse_Assignment_0(buf, p)
-        o.is_classic, = _S_0.unpack_from(buf, p)
-        p += 1
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupDescribeResponse_DescribedGroup_0(buf, p):
-    o = new(_StreamsGroupDescribeResponse_DescribedGroup)
-    try:
-        o.error_code, = _S_2.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in GroupState')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'GroupState runs past the frame')
-            o.group_state = str(buf[p:q], 'utf-8')
-            p = q
-        o.group_epoch, o.assignment_epoch = _S_3.unpack_from(buf, p)
-        p += 8
-        if _S_5.unpack_from(buf, p)[0] < 0:
-            p += 1
-            o.topology = None
-        else:
-            p += 1
-            o.topology, p = _d_StreamsGroupDescribeResponse_Topology_0(buf, p)
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Members')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Members longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_Member_0(buf, p)
-                app(e)
-            o.members = lst
-        o.authorized_operations, = _S_1.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_StreamsGroupDescribeResponse_0(buf, p):
-    o = new(StreamsGroupDescribeResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_1.unpack_from(buf, p)
+        o0 = new(StreamsGroupDescribeResponse)
+        o0.throttle_time_ms, k = _S_2.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1105,37 +350,1527 @@ def _d_StreamsGroupDescribeResponse_0(buf, p):
         if n < 0:
             raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Groups')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Groups longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupDescribeResponse_DescribedGroup_0(buf, p)
-                app(e)
-            o.groups = lst
+                o1 = new(_StreamsGroupDescribeResponse_DescribedGroup)
+                o1.error_code, k = _S_3.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
+                    o1.group_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in GroupId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'GroupId runs past the frame')
+                        o1.group_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'GroupState runs past the frame')
+                    o1.group_state = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in GroupState')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'GroupState runs past the frame')
+                        o1.group_state = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.group_epoch, o1.assignment_epoch = _S_4.unpack_from(buf, p)
+                p += 8
+                if _S_5.unpack_from(buf, p)[0] < 0:
+                    p += 1
+                    o1.topology = None
+                else:
+                    p += 1
+                    o2 = new(_StreamsGroupDescribeResponse_Topology)
+                    o2.epoch, k = _S_2.unpack_from(buf, p)
+                    p += 4
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o2.subtopologies = None
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Subtopologies longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupDescribeResponse_Subtopology)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                o3.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o3.subtopology_id = str(buf[p:q], 'utf-8')
+                                    p = q
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in SourceTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array SourceTopics longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SourceTopics runs past the frame')
+                                        e3 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SourceTopics')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SourceTopics runs past the frame')
+                                            e3 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app3(e3)
+                                o3.source_topics = lst3
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in RepartitionSinkTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array RepartitionSinkTopics longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'RepartitionSinkTopics runs past the frame')
+                                        e3 = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in RepartitionSinkTopics')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'RepartitionSinkTopics runs past the frame')
+                                            e3 = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    app3(e3)
+                                o3.repartition_sink_topics = lst3
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in StateChangelogTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array StateChangelogTopics longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupDescribeResponse_TopicInfo)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Name runs past the frame')
+                                        o4.name = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Name')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Name runs past the frame')
+                                            o4.name = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    o4.partitions, o4.replication_factor, k = _S_6.unpack_from(buf, p)
+                                    p += 6
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TopicConfigs')
+                                    else:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array TopicConfigs longer than the frame')
+                                        lst4 = []
+                                        app4 = lst4.append
+                                        for _ in range(n):
+                                            o5 = new(_StreamsGroupDescribeResponse_KeyValue)
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Key runs past the frame')
+                                                o5.key = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Key')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Key runs past the frame')
+                                                    o5.key = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Value runs past the frame')
+                                                o5.value = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Value')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Value runs past the frame')
+                                                    o5.value = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            if buf[p] == 0:
+                                                p += 1
+                                                o5.unknown_tags = None
+                                            else:
+                                                n, p = read_uvarint(buf, p)
+                                                u5 = None
+                                                if n:
+                                                    if n > end - p:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                                    for _ in range(n):
+                                                        t5, p = read_uvarint(buf, p)
+                                                        s, p = read_uvarint(buf, p)
+                                                        q5 = p + s
+                                                        if q5 > end:
+                                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                                        if u5 is None:
+                                                            u5 = []
+                                                        u5.append((t5, bytes(buf[p:q5])))
+                                                        p = q5
+                                                o5.unknown_tags = u5
+                                            app4(o5)
+                                        o4.topic_configs = lst4
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.state_changelog_topics = lst3
+                            n = buf[p] - 1
+                            if n < 127:
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in RepartitionSourceTopics')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array RepartitionSourceTopics longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupDescribeResponse_TopicInfo)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Name runs past the frame')
+                                        o4.name = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Name')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Name runs past the frame')
+                                            o4.name = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    o4.partitions, o4.replication_factor, k = _S_6.unpack_from(buf, p)
+                                    p += 6
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TopicConfigs')
+                                    else:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array TopicConfigs longer than the frame')
+                                        lst4 = []
+                                        app4 = lst4.append
+                                        for _ in range(n):
+                                            o5 = new(_StreamsGroupDescribeResponse_KeyValue)
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Key runs past the frame')
+                                                o5.key = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Key')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Key runs past the frame')
+                                                    o5.key = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            k = buf[p]
+                                            if 0 < k < 128:
+                                                q = p + k
+                                                if q > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Value runs past the frame')
+                                                o5.value = str(buf[p + 1:q], 'utf-8')
+                                                p = q
+                                            else:
+                                                if k < 128:
+                                                    n = k - 1
+                                                    p += 1
+                                                else:
+                                                    n, p = read_uvarint(buf, p)
+                                                    n -= 1
+                                                if n < 0:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Value')
+                                                else:
+                                                    q = p + n
+                                                    if q > end:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Value runs past the frame')
+                                                    o5.value = str(buf[p:q], 'utf-8')
+                                                    p = q
+                                            if buf[p] == 0:
+                                                p += 1
+                                                o5.unknown_tags = None
+                                            else:
+                                                n, p = read_uvarint(buf, p)
+                                                u5 = None
+                                                if n:
+                                                    if n > end - p:
+                                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                                    for _ in range(n):
+                                                        t5, p = read_uvarint(buf, p)
+                                                        s, p = read_uvarint(buf, p)
+                                                        q5 = p + s
+                                                        if q5 > end:
+                                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                                        if u5 is None:
+                                                            u5 = []
+                                                        u5.append((t5, bytes(buf[p:q5])))
+                                                        p = q5
+                                                o5.unknown_tags = u5
+                                            app4(o5)
+                                        o4.topic_configs = lst4
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.repartition_source_topics = lst3
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.subtopologies = lst2
+                    if buf[p] == 0:
+                        p += 1
+                        o2.unknown_tags = None
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        u2 = None
+                        if n:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                            for _ in range(n):
+                                t2, p = read_uvarint(buf, p)
+                                s, p = read_uvarint(buf, p)
+                                q2 = p + s
+                                if q2 > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                if u2 is None:
+                                    u2 = []
+                                u2.append((t2, bytes(buf[p:q2])))
+                                p = q2
+                        o2.unknown_tags = u2
+                    o1.topology = o2
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Members')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Members longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StreamsGroupDescribeResponse_Member)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
+                            o2.member_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in MemberId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'MemberId runs past the frame')
+                                o2.member_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.member_epoch, k = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'InstanceId runs past the frame')
+                            o2.instance_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.instance_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'InstanceId runs past the frame')
+                                o2.instance_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'RackId runs past the frame')
+                            o2.rack_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.rack_id = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'RackId runs past the frame')
+                                o2.rack_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
+                            o2.client_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ClientId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ClientId runs past the frame')
+                                o2.client_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
+                            o2.client_host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ClientHost')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ClientHost runs past the frame')
+                                o2.client_host = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.topology_epoch, k = _S_2.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ProcessId runs past the frame')
+                            o2.process_id = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in ProcessId')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'ProcessId runs past the frame')
+                                o2.process_id = str(buf[p:q], 'utf-8')
+                                p = q
+                        if _S_5.unpack_from(buf, p)[0] < 0:
+                            p += 1
+                            o2.user_endpoint = None
+                        else:
+                            p += 1
+                            o3 = new(_StreamsGroupDescribeResponse_Endpoint)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Host runs past the frame')
+                                o3.host = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Host')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Host runs past the frame')
+                                    o3.host = str(buf[p:q], 'utf-8')
+                                    p = q
+                            o3.port, k = _S_7.unpack_from(buf, p)
+                            p += 2
+                            if k == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            o2.user_endpoint = o3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in ClientTags')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array ClientTags longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_StreamsGroupDescribeResponse_KeyValue)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Key runs past the frame')
+                                    o3.key = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Key')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Key runs past the frame')
+                                        o3.key = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Value runs past the frame')
+                                    o3.value = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in Value')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'Value runs past the frame')
+                                        o3.value = str(buf[p:q], 'utf-8')
+                                        p = q
+                                if buf[p] == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.client_tags = lst2
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TaskOffsets')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array TaskOffsets longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_StreamsGroupDescribeResponse_TaskOffset)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o3.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                        o3.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o3.partition, o3.offset, k = _S_8.unpack_from(buf, p)
+                                p += 12
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.task_offsets = lst2
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in TaskEndOffsets')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array TaskEndOffsets longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_StreamsGroupDescribeResponse_TaskOffset)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o3.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                        o3.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                o3.partition, o3.offset, k = _S_8.unpack_from(buf, p)
+                                p += 12
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.task_end_offsets = lst2
+                        o3 = new(_StreamsGroupDescribeResponse_Assignment)
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in ActiveTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array ActiveTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.active_tasks = lst3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in StandbyTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array StandbyTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.standby_tasks = lst3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in WarmupTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array WarmupTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.warmup_tasks = lst3
+                        if buf[p] == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.assignment = o3
+                        o3 = new(_StreamsGroupDescribeResponse_Assignment)
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in ActiveTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array ActiveTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.active_tasks = lst3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in StandbyTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array StandbyTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.standby_tasks = lst3
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in WarmupTasks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array WarmupTasks longer than the frame')
+                            lst3 = []
+                            app3 = lst3.append
+                            for _ in range(n):
+                                o4 = new(_StreamsGroupDescribeResponse_TaskIds)
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                    o4.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null string in SubtopologyId')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'SubtopologyId runs past the frame')
+                                        o4.subtopology_id = str(buf[p:q], 'utf-8')
+                                        p = q
+                                k = buf[p]
+                                if 0 < k < 65:
+                                    o4.partitions = [*_K_int32[k](buf, p + 1)]
+                                    p += 4 * k - 3
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'null array in Partitions')
+                                    else:
+                                        if n < 64:
+                                            o4.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                        else:
+                                            if n * 4 > end - p:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'array Partitions longer than the frame')
+                                            o4.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                        p += n * 4
+                                if buf[p] == 0:
+                                    p += 1
+                                    o4.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u4 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t4, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q4 = p + s
+                                            if q4 > end:
+                                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                            if u4 is None:
+                                                u4 = []
+                                            u4.append((t4, bytes(buf[p:q4])))
+                                            p = q4
+                                    o4.unknown_tags = u4
+                                app3(o4)
+                            o3.warmup_tasks = lst3
+                        if buf[p] == 0:
+                            p += 1
+                            o3.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u3 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t3, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q3 = p + s
+                                    if q3 > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                    if u3 is None:
+                                        u3 = []
+                                    u3.append((t3, bytes(buf[p:q3])))
+                                    p = q3
+                            o3.unknown_tags = u3
+                        o2.target_assignment = o3
+                        o2.is_classic, k = _S_0.unpack_from(buf, p)
+                        p += 1
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.members = lst1
+                o1.authorized_operations, k = _S_2.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.groups = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StreamsGroupDescribeResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupDescribeResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_StreamsGroupDescribeResponse_KeyValue_0(o, b, h):
     s = o.key
@@ -1169,7 +1904,7 @@ def _e_StreamsGroupDescribeResponse_TopicInfo_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.partitions, o.replication_factor)
+    b += _S_11.pack(o.partitions, o.replication_factor)
     lst = o.topic_configs
     n = len(lst) + 1
     if n < 128:
@@ -1246,7 +1981,7 @@ def _e_StreamsGroupDescribeResponse_Subtopology_0(o, b, h):
         b.append(0)
 
 def _e_StreamsGroupDescribeResponse_Topology_0(o, b, h):
-    b += _S_1.pack(o.epoch)
+    b += _S_9.pack(o.epoch)
     lst = o.subtopologies
     if lst is None:
         b.append(0)
@@ -1273,7 +2008,7 @@ def _e_StreamsGroupDescribeResponse_Endpoint_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_6.pack(o.port)
+    b += _S_12.pack(o.port)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1289,7 +2024,7 @@ def _e_StreamsGroupDescribeResponse_TaskOffset_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_7.pack(o.partition, o.offset)
+    b += _S_13.pack(o.partition, o.offset)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1358,7 +2093,7 @@ def _e_StreamsGroupDescribeResponse_Member_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.member_epoch)
+    b += _S_9.pack(o.member_epoch)
     s = o.instance_id
     if s is None:
         b.append(0)
@@ -1397,7 +2132,7 @@ def _e_StreamsGroupDescribeResponse_Member_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.topology_epoch)
+    b += _S_9.pack(o.topology_epoch)
     s = o.process_id
     s = s.encode()
     n = len(s) + 1
@@ -1437,7 +2172,7 @@ def _e_StreamsGroupDescribeResponse_Member_0(o, b, h):
         _e_StreamsGroupDescribeResponse_TaskOffset_0(e, b, h)
     _e_StreamsGroupDescribeResponse_Assignment_0(o.assignment, b, h)
     _e_StreamsGroupDescribeResponse_Assignment_0(o.target_assignment, b, h)
-    b += _S_0.pack(o.is_classic)
+    b += _S_1.pack(o.is_classic)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1445,7 +2180,7 @@ def _e_StreamsGroupDescribeResponse_Member_0(o, b, h):
         b.append(0)
 
 def _e_StreamsGroupDescribeResponse_DescribedGroup_0(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_10.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1473,7 +2208,7 @@ def _e_StreamsGroupDescribeResponse_DescribedGroup_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_3.pack(o.group_epoch, o.assignment_epoch)
+    b += _S_4.pack(o.group_epoch, o.assignment_epoch)
     if o.topology is None:
         b.append(255)
     else:
@@ -1487,7 +2222,7 @@ def _e_StreamsGroupDescribeResponse_DescribedGroup_0(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_StreamsGroupDescribeResponse_Member_0(e, b, h)
-    b += _S_1.pack(o.authorized_operations)
+    b += _S_9.pack(o.authorized_operations)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1495,7 +2230,7 @@ def _e_StreamsGroupDescribeResponse_DescribedGroup_0(o, b, h):
         b.append(0)
 
 def _e_StreamsGroupDescribeResponse_0(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms)
+    b += _S_9.pack(o.throttle_time_ms)
     lst = o.groups
     n = len(lst) + 1
     if n < 128:

@@ -12,17 +12,42 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>ii')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iiB')
 _S_1 = _Struct('>i')
-_S_2 = _Struct('>ih')
-_S_3 = _Struct('>b')
-_S_4 = _Struct('>H')
-_S_5 = _Struct('>iq')
-_S_6 = _Struct('>?')
-_S_7 = _Struct('>iiii')
+_S_2 = _Struct('>b')
+_S_3 = _Struct('>iB')
+_S_4 = _Struct('>ihB')
+_S_5 = _Struct('>HB')
+_S_6 = _Struct('>iqB')
+_S_7 = _Struct('>?B')
+_S_8 = _Struct('>ii')
+_S_9 = _Struct('>ih')
+_S_10 = _Struct('>H')
+_S_11 = _Struct('>iq')
+_S_12 = _Struct('>?')
+_S_13 = _Struct('>iiiiB')
+_S_14 = _Struct('>bB')
+_S_15 = _Struct('>iiii')
 
 
 class _StreamsGroupHeartbeatRequest_CopartitionGroup(KafkaStruct):
@@ -161,624 +186,687 @@ StreamsGroupHeartbeatRequest.Endpoint = _StreamsGroupHeartbeatRequest_Endpoint
 StreamsGroupHeartbeatRequest.TaskOffset = _StreamsGroupHeartbeatRequest_TaskOffset
 StreamsGroupHeartbeatRequest.TaskIds = _StreamsGroupHeartbeatRequest_TaskIds
 
-def _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p):
-    o = new(_StreamsGroupHeartbeatRequest_KeyValue)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Key')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Key runs past the frame')
-            o.key = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Value')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Value runs past the frame')
-            o.value = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p):
-    o = new(_StreamsGroupHeartbeatRequest_TopicInfo)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partitions, o.replication_factor = _S_2.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in TopicConfigs')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array TopicConfigs longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p)
-                app(e)
-            o.topic_configs = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatRequest_CopartitionGroup_0(buf, p):
-    o = new(_StreamsGroupHeartbeatRequest_CopartitionGroup)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopics')
-        else:
-            if n * 2 > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopics longer than the frame')
-            o.source_topics = list((_ARRAYS['h'][n] if n < 64 else _Struct('>%dh' % n)).unpack_from(buf, p))
-            p += n * 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopicRegex')
-        else:
-            if n * 2 > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopicRegex longer than the frame')
-            o.source_topic_regex = list((_ARRAYS['h'][n] if n < 64 else _Struct('>%dh' % n)).unpack_from(buf, p))
-            p += n * 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSourceTopics')
-        else:
-            if n * 2 > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array RepartitionSourceTopics longer than the frame')
-            o.repartition_source_topics = list((_ARRAYS['h'][n] if n < 64 else _Struct('>%dh' % n)).unpack_from(buf, p))
-            p += n * 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p):
-    o = new(_StreamsGroupHeartbeatRequest_Subtopology)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
-            o.subtopology_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SourceTopics')
-                else:
-                    q = p + n
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SourceTopics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
-                    p = q
-                app(e)
-            o.source_topics = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopicRegex')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopicRegex longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SourceTopicRegex')
-                else:
-                    q = p + n
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SourceTopicRegex runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
-                    p = q
-                app(e)
-            o.source_topic_regex = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in StateChangelogTopics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array StateChangelogTopics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p)
-                app(e)
-            o.state_changelog_topics = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSinkTopics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array RepartitionSinkTopics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                n = buf[p] - 1
-                if n < 127:
-                    p += 1
-                else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
-                if n < 0:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in RepartitionSinkTopics')
-                else:
-                    q = p + n
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'RepartitionSinkTopics runs past the frame')
-                    e = str(buf[p:q], 'utf-8')
-                    p = q
-                app(e)
-            o.repartition_sink_topics = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSourceTopics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array RepartitionSourceTopics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_TopicInfo_0(buf, p)
-                app(e)
-            o.repartition_source_topics = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in CopartitionGroups')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array CopartitionGroups longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_CopartitionGroup_0(buf, p)
-                app(e)
-            o.copartition_groups = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatRequest_Topology_0(buf, p):
-    o = new(_StreamsGroupHeartbeatRequest_Topology)
-    try:
-        o.epoch, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in Subtopologies')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array Subtopologies longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_Subtopology_0(buf, p)
-                app(e)
-            o.subtopologies = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p):
-    o = new(_StreamsGroupHeartbeatRequest_TaskIds)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
-            o.subtopology_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatRequest_Endpoint_0(buf, p):
-    o = new(_StreamsGroupHeartbeatRequest_Endpoint)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_4.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatRequest_TaskOffset_0(buf, p):
-    o = new(_StreamsGroupHeartbeatRequest_TaskOffset)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
-            o.subtopology_id = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition, o.offset = _S_5.unpack_from(buf, p)
-        p += 12
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_StreamsGroupHeartbeatRequest_0(buf, p):
-    o = new(StreamsGroupHeartbeatRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(StreamsGroupHeartbeatRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.member_epoch, o.endpoint_information_epoch = _S_0.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.member_epoch, o0.endpoint_information_epoch, k = _S_0.unpack_from(buf, p)
         p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'InstanceId runs past the frame')
-            o.instance_id = str(buf[p:q], 'utf-8')
+            o0.instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'InstanceId runs past the frame')
+                o0.instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'RackId runs past the frame')
-            o.rack_id = str(buf[p:q], 'utf-8')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.rebalance_timeout_ms, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.rack_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.rebalance_timeout_ms, = _S_1.unpack_from(buf, p)
         p += 4
-        if _S_3.unpack_from(buf, p)[0] < 0:
+        if _S_2.unpack_from(buf, p)[0] < 0:
             p += 1
-            o.topology = None
+            o0.topology = None
         else:
             p += 1
-            o.topology, p = _d_StreamsGroupHeartbeatRequest_Topology_0(buf, p)
+            o1 = new(_StreamsGroupHeartbeatRequest_Topology)
+            o1.epoch, k = _S_3.unpack_from(buf, p)
+            p += 4
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in Subtopologies')
+            else:
+                if n > end - p:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array Subtopologies longer than the frame')
+                lst1 = []
+                app1 = lst1.append
+                for _ in range(n):
+                    o2 = new(_StreamsGroupHeartbeatRequest_Subtopology)
+                    k = buf[p]
+                    if 0 < k < 128:
+                        q = p + k
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                        o2.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                        p = q
+                    else:
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                            o2.subtopology_id = str(buf[p:q], 'utf-8')
+                            p = q
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopics')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopics longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SourceTopics runs past the frame')
+                                e2 = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SourceTopics')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SourceTopics runs past the frame')
+                                    e2 = str(buf[p:q], 'utf-8')
+                                    p = q
+                            app2(e2)
+                        o2.source_topics = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopicRegex')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopicRegex longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SourceTopicRegex runs past the frame')
+                                e2 = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SourceTopicRegex')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SourceTopicRegex runs past the frame')
+                                    e2 = str(buf[p:q], 'utf-8')
+                                    p = q
+                            app2(e2)
+                        o2.source_topic_regex = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in StateChangelogTopics')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array StateChangelogTopics longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupHeartbeatRequest_TopicInfo)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Name runs past the frame')
+                                o3.name = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Name runs past the frame')
+                                    o3.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                            o3.partitions, o3.replication_factor, k = _S_4.unpack_from(buf, p)
+                            p += 6
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in TopicConfigs')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array TopicConfigs longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupHeartbeatRequest_KeyValue)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Key runs past the frame')
+                                        o4.key = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Key')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Key runs past the frame')
+                                            o4.key = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Value runs past the frame')
+                                        o4.value = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Value')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Value runs past the frame')
+                                            o4.value = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.topic_configs = lst3
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.state_changelog_topics = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSinkTopics')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array RepartitionSinkTopics longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'RepartitionSinkTopics runs past the frame')
+                                e2 = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in RepartitionSinkTopics')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'RepartitionSinkTopics runs past the frame')
+                                    e2 = str(buf[p:q], 'utf-8')
+                                    p = q
+                            app2(e2)
+                        o2.repartition_sink_topics = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSourceTopics')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array RepartitionSourceTopics longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupHeartbeatRequest_TopicInfo)
+                            k = buf[p]
+                            if 0 < k < 128:
+                                q = p + k
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Name runs past the frame')
+                                o3.name = str(buf[p + 1:q], 'utf-8')
+                                p = q
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Name')
+                                else:
+                                    q = p + n
+                                    if q > end:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Name runs past the frame')
+                                    o3.name = str(buf[p:q], 'utf-8')
+                                    p = q
+                            o3.partitions, o3.replication_factor, k = _S_4.unpack_from(buf, p)
+                            p += 6
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in TopicConfigs')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array TopicConfigs longer than the frame')
+                                lst3 = []
+                                app3 = lst3.append
+                                for _ in range(n):
+                                    o4 = new(_StreamsGroupHeartbeatRequest_KeyValue)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Key runs past the frame')
+                                        o4.key = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Key')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Key runs past the frame')
+                                            o4.key = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Value runs past the frame')
+                                        o4.value = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Value')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Value runs past the frame')
+                                            o4.value = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o4.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u4 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t4, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q4 = p + s
+                                                if q4 > end:
+                                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                                                if u4 is None:
+                                                    u4 = []
+                                                u4.append((t4, bytes(buf[p:q4])))
+                                                p = q4
+                                        o4.unknown_tags = u4
+                                    app3(o4)
+                                o3.topic_configs = lst3
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.repartition_source_topics = lst2
+                    n = buf[p] - 1
+                    if n < 127:
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in CopartitionGroups')
+                    else:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array CopartitionGroups longer than the frame')
+                        lst2 = []
+                        app2 = lst2.append
+                        for _ in range(n):
+                            o3 = new(_StreamsGroupHeartbeatRequest_CopartitionGroup)
+                            k = buf[p]
+                            if 0 < k < 65:
+                                o3.source_topics = [*_K_int16[k](buf, p + 1)]
+                                p += 2 * k - 1
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopics')
+                                else:
+                                    if n < 64:
+                                        o3.source_topics = [*_A_int16[n].unpack_from(buf, p)]
+                                    else:
+                                        if n * 2 > end - p:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopics longer than the frame')
+                                        o3.source_topics = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                    p += n * 2
+                            k = buf[p]
+                            if 0 < k < 65:
+                                o3.source_topic_regex = [*_K_int16[k](buf, p + 1)]
+                                p += 2 * k - 1
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in SourceTopicRegex')
+                                else:
+                                    if n < 64:
+                                        o3.source_topic_regex = [*_A_int16[n].unpack_from(buf, p)]
+                                    else:
+                                        if n * 2 > end - p:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array SourceTopicRegex longer than the frame')
+                                        o3.source_topic_regex = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                    p += n * 2
+                            k = buf[p]
+                            if 0 < k < 65:
+                                o3.repartition_source_topics = [*_K_int16[k](buf, p + 1)]
+                                p += 2 * k - 1
+                            else:
+                                if k < 128:
+                                    n = k - 1
+                                    p += 1
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    n -= 1
+                                if n < 0:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in RepartitionSourceTopics')
+                                else:
+                                    if n < 64:
+                                        o3.repartition_source_topics = [*_A_int16[n].unpack_from(buf, p)]
+                                    else:
+                                        if n * 2 > end - p:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array RepartitionSourceTopics longer than the frame')
+                                        o3.repartition_source_topics = [*_Struct('>%dh' % n).unpack_from(buf, p)]
+                                    p += n * 2
+                            if buf[p] == 0:
+                                p += 1
+                                o3.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u3 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t3, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q3 = p + s
+                                        if q3 > end:
+                                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                                        if u3 is None:
+                                            u3 = []
+                                        u3.append((t3, bytes(buf[p:q3])))
+                                        p = q3
+                                o3.unknown_tags = u3
+                            app2(o3)
+                        o2.copartition_groups = lst2
+                    if buf[p] == 0:
+                        p += 1
+                        o2.unknown_tags = None
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        u2 = None
+                        if n:
+                            if n > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                            for _ in range(n):
+                                t2, p = read_uvarint(buf, p)
+                                s, p = read_uvarint(buf, p)
+                                q2 = p + s
+                                if q2 > end:
+                                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                                if u2 is None:
+                                    u2 = []
+                                u2.append((t2, bytes(buf[p:q2])))
+                                p = q2
+                        o2.unknown_tags = u2
+                    app1(o2)
+                o1.subtopologies = lst1
+            if buf[p] == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.topology = o1
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -786,16 +874,79 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.active_tasks = None
+            o0.active_tasks = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array ActiveTasks longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p)
-                app(e)
-            o.active_tasks = lst
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.active_tasks = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -803,16 +954,79 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.standby_tasks = None
+            o0.standby_tasks = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array StandbyTasks longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p)
-                app(e)
-            o.standby_tasks = lst
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.standby_tasks = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -820,36 +1034,152 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.warmup_tasks = None
+            o0.warmup_tasks = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array WarmupTasks longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_TaskIds_0(buf, p)
-                app(e)
-            o.warmup_tasks = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.process_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.warmup_tasks = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'ProcessId runs past the frame')
-            o.process_id = str(buf[p:q], 'utf-8')
+            o0.process_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        if _S_3.unpack_from(buf, p)[0] < 0:
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.process_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'ProcessId runs past the frame')
+                o0.process_id = str(buf[p:q], 'utf-8')
+                p = q
+        if _S_2.unpack_from(buf, p)[0] < 0:
             p += 1
-            o.user_endpoint = None
+            o0.user_endpoint = None
         else:
             p += 1
-            o.user_endpoint, p = _d_StreamsGroupHeartbeatRequest_Endpoint_0(buf, p)
+            o1 = new(_StreamsGroupHeartbeatRequest_Endpoint)
+            k = buf[p]
+            if 0 < k < 128:
+                q = p + k
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Host runs past the frame')
+                o1.host = str(buf[p + 1:q], 'utf-8')
+                p = q
+            else:
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Host runs past the frame')
+                    o1.host = str(buf[p:q], 'utf-8')
+                    p = q
+            o1.port, k = _S_5.unpack_from(buf, p)
+            p += 2
+            if k == 0:
+                p += 1
+                o1.unknown_tags = None
+            else:
+                n, p = read_uvarint(buf, p)
+                u1 = None
+                if n:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                    for _ in range(n):
+                        t1, p = read_uvarint(buf, p)
+                        s, p = read_uvarint(buf, p)
+                        q1 = p + s
+                        if q1 > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                        if u1 is None:
+                            u1 = []
+                        u1.append((t1, bytes(buf[p:q1])))
+                        p = q1
+                o1.unknown_tags = u1
+            o0.user_endpoint = o1
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -857,16 +1187,80 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.client_tags = None
+            o0.client_tags = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array ClientTags longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_KeyValue_0(buf, p)
-                app(e)
-            o.client_tags = lst
+                o1 = new(_StreamsGroupHeartbeatRequest_KeyValue)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Key runs past the frame')
+                    o1.key = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Key')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Key runs past the frame')
+                        o1.key = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Value runs past the frame')
+                    o1.value = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in Value')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'Value runs past the frame')
+                        o1.value = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.client_tags = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -874,16 +1268,60 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.task_offsets = None
+            o0.task_offsets = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array TaskOffsets longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_TaskOffset_0(buf, p)
-                app(e)
-            o.task_offsets = lst
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskOffset)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition, o1.offset, k = _S_6.unpack_from(buf, p)
+                p += 12
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.task_offsets = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -891,41 +1329,85 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.task_end_offsets = None
+            o0.task_end_offsets = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array TaskEndOffsets longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatRequest_TaskOffset_0(buf, p)
-                app(e)
-            o.task_end_offsets = lst
-        o.shutdown_application, = _S_6.unpack_from(buf, p)
+                o1 = new(_StreamsGroupHeartbeatRequest_TaskOffset)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.partition, o1.offset, k = _S_6.unpack_from(buf, p)
+                p += 12
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.task_end_offsets = lst0
+        o0.shutdown_application, k = _S_7.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_StreamsGroupHeartbeatRequest_KeyValue_0(o, b, h):
     s = o.key
@@ -959,7 +1441,7 @@ def _e_StreamsGroupHeartbeatRequest_TopicInfo_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.partitions, o.replication_factor)
+    b += _S_9.pack(o.partitions, o.replication_factor)
     lst = o.topic_configs
     n = len(lst) + 1
     if n < 128:
@@ -1133,7 +1615,7 @@ def _e_StreamsGroupHeartbeatRequest_Endpoint_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.port)
+    b += _S_10.pack(o.port)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1149,7 +1631,7 @@ def _e_StreamsGroupHeartbeatRequest_TaskOffset_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.partition, o.offset)
+    b += _S_11.pack(o.partition, o.offset)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1173,7 +1655,7 @@ def _e_StreamsGroupHeartbeatRequest_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_0.pack(o.member_epoch, o.endpoint_information_epoch)
+    b += _S_8.pack(o.member_epoch, o.endpoint_information_epoch)
     s = o.instance_id
     if s is None:
         b.append(0)
@@ -1284,7 +1766,7 @@ def _e_StreamsGroupHeartbeatRequest_0(o, b, h):
             write_uvarint(b, n)
         for e in lst:
             _e_StreamsGroupHeartbeatRequest_TaskOffset_0(e, b, h)
-    b += _S_6.pack(o.shutdown_application)
+    b += _S_12.pack(o.shutdown_application)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1384,314 +1866,117 @@ StreamsGroupHeartbeatResponse.TopicPartition = _StreamsGroupHeartbeatResponse_To
 StreamsGroupHeartbeatResponse.TaskIds = _StreamsGroupHeartbeatResponse_TaskIds
 StreamsGroupHeartbeatResponse.Endpoint = _StreamsGroupHeartbeatResponse_Endpoint
 
-def _d_StreamsGroupHeartbeatResponse_Status_0(buf, p):
-    o = new(_StreamsGroupHeartbeatResponse_Status)
-    try:
-        o.status_code, = _S_3.unpack_from(buf, p)
-        p += 1
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in StatusDetail')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'StatusDetail runs past the frame')
-            o.status_detail = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p):
-    o = new(_StreamsGroupHeartbeatResponse_TaskIds)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in SubtopologyId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'SubtopologyId runs past the frame')
-            o.subtopology_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatResponse_Endpoint_0(buf, p):
-    o = new(_StreamsGroupHeartbeatResponse_Endpoint)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.port, = _S_4.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatResponse_TopicPartition_0(buf, p):
-    o = new(_StreamsGroupHeartbeatResponse_TopicPartition)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
-            o.partitions = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_0(buf, p):
-    o = new(_StreamsGroupHeartbeatResponse_EndpointToPartitions)
-    try:
-        o.user_endpoint, p = _d_StreamsGroupHeartbeatResponse_Endpoint_0(buf, p)
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in ActivePartitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array ActivePartitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatResponse_TopicPartition_0(buf, p)
-                app(e)
-            o.active_partitions = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in StandbyPartitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array StandbyPartitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatResponse_TopicPartition_0(buf, p)
-                app(e)
-            o.standby_partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_StreamsGroupHeartbeatResponse_0(buf, p):
-    o = new(StreamsGroupHeartbeatResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(StreamsGroupHeartbeatResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_4.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag, o.task_offset_interval_ms = _S_7.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.member_epoch, o0.heartbeat_interval_ms, o0.acceptable_recovery_lag, o0.task_offset_interval_ms, k = _S_13.unpack_from(buf, p)
         p += 16
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.status = None
+            o0.status = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Status longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatResponse_Status_0(buf, p)
-                app(e)
-            o.status = lst
+                o1 = new(_StreamsGroupHeartbeatResponse_Status)
+                o1.status_code, k = _S_14.unpack_from(buf, p)
+                p += 1
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'StatusDetail runs past the frame')
+                    o1.status_detail = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in StatusDetail')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'StatusDetail runs past the frame')
+                        o1.status_detail = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.status = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1699,16 +1984,79 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.active_tasks = None
+            o0.active_tasks = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array ActiveTasks longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p)
-                app(e)
-            o.active_tasks = lst
+                o1 = new(_StreamsGroupHeartbeatResponse_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.active_tasks = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1716,16 +2064,79 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.standby_tasks = None
+            o0.standby_tasks = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array StandbyTasks longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p)
-                app(e)
-            o.standby_tasks = lst
+                o1 = new(_StreamsGroupHeartbeatResponse_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.standby_tasks = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1733,61 +2144,350 @@ def _d_StreamsGroupHeartbeatResponse_0(buf, p):
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.warmup_tasks = None
+            o0.warmup_tasks = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array WarmupTasks longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatResponse_TaskIds_0(buf, p)
-                app(e)
-            o.warmup_tasks = lst
-        o.endpoint_information_epoch, = _S_1.unpack_from(buf, p)
+                o1 = new(_StreamsGroupHeartbeatResponse_TaskIds)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'SubtopologyId runs past the frame')
+                    o1.subtopology_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in SubtopologyId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'SubtopologyId runs past the frame')
+                        o1.subtopology_id = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.warmup_tasks = lst0
+        o0.endpoint_information_epoch, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.partitions_by_user_endpoint = None
+            o0.partitions_by_user_endpoint = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array PartitionsByUserEndpoint longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_StreamsGroupHeartbeatResponse_EndpointToPartitions_0(buf, p)
-                app(e)
-            o.partitions_by_user_endpoint = lst
+                o1 = new(_StreamsGroupHeartbeatResponse_EndpointToPartitions)
+                o2 = new(_StreamsGroupHeartbeatResponse_Endpoint)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Host runs past the frame')
+                    o2.host = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in Host')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Host runs past the frame')
+                        o2.host = str(buf[p:q], 'utf-8')
+                        p = q
+                o2.port, k = _S_5.unpack_from(buf, p)
+                p += 2
+                if k == 0:
+                    p += 1
+                    o2.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u2 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t2, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q2 = p + s
+                            if q2 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                            if u2 is None:
+                                u2 = []
+                            u2.append((t2, bytes(buf[p:q2])))
+                            p = q2
+                    o2.unknown_tags = u2
+                o1.user_endpoint = o2
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in ActivePartitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array ActivePartitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StreamsGroupHeartbeatResponse_TopicPartition)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Topic runs past the frame')
+                            o2.topic = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in Topic')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Topic runs past the frame')
+                                o2.topic = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.active_partitions = lst1
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in StandbyPartitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array StandbyPartitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_StreamsGroupHeartbeatResponse_TopicPartition)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Topic runs past the frame')
+                            o2.topic = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null string in Topic')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'Topic runs past the frame')
+                                o2.topic = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partitions = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'null array in Partitions')
+                            else:
+                                if n < 64:
+                                    o2.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'array Partitions longer than the frame')
+                                    o2.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.standby_partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.partitions_by_user_endpoint = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('StreamsGroupHeartbeatResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_StreamsGroupHeartbeatResponse_Status_0(o, b, h):
-    b += _S_3.pack(o.status_code)
+    b += _S_2.pack(o.status_code)
     s = o.status_detail
     s = s.encode()
     n = len(s) + 1
@@ -1833,7 +2533,7 @@ def _e_StreamsGroupHeartbeatResponse_Endpoint_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_4.pack(o.port)
+    b += _S_10.pack(o.port)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1887,7 +2587,7 @@ def _e_StreamsGroupHeartbeatResponse_EndpointToPartitions_0(o, b, h):
         b.append(0)
 
 def _e_StreamsGroupHeartbeatResponse_0(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_9.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -1907,7 +2607,7 @@ def _e_StreamsGroupHeartbeatResponse_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_7.pack(o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag, o.task_offset_interval_ms)
+    b += _S_15.pack(o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag, o.task_offset_interval_ms)
     lst = o.status
     if lst is None:
         b.append(0)

@@ -12,12 +12,33 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>h')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>ih')
+_S_1 = _Struct('>ih')
+_S_2 = _Struct('>i')
+_S_3 = _Struct('>iB')
+_S_4 = _Struct('>hi')
+_S_5 = _Struct('>ihi')
+_S_6 = _Struct('>ihB')
 
 
 class _SyncGroupRequest_SyncGroupRequestAssignment(KafkaStruct):
@@ -53,415 +74,352 @@ class SyncGroupRequest(KafkaMessage):
 
 SyncGroupRequest.SyncGroupRequestAssignment = _SyncGroupRequest_SyncGroupRequestAssignment
 
-def _d_SyncGroupRequest_SyncGroupRequestAssignment_0(buf, p):
-    o = new(_SyncGroupRequest_SyncGroupRequestAssignment)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 0, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 0, p, 'null bytes in Assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 0, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('SyncGroupRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_SyncGroupRequest_0(buf, p):
-    o = new(SyncGroupRequest)
-    o.group_instance_id = None
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
+        o0 = new(SyncGroupRequest)
+        o0.group_instance_id = None
+        o0.protocol_type = None
+        o0.protocol_name = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('SyncGroupRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('SyncGroupRequest', 0, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 0, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('SyncGroupRequest', 0, p, 'null array in Assignments')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('SyncGroupRequest', 0, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_SyncGroupRequest_SyncGroupRequestAssignment_0(buf, p)
-                app(e)
-            o.assignments = lst
-        o.unknown_tags = None
+                o1 = new(_SyncGroupRequest_SyncGroupRequestAssignment)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 0, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 0, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 0, p, 'null bytes in Assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 0, p, 'Assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.assignments = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_SyncGroupRequest_SyncGroupRequestAssignment_1(buf, p):
-    o = new(_SyncGroupRequest_SyncGroupRequestAssignment)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 1, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 1, p, 'null bytes in Assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 1, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('SyncGroupRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupRequest_1(buf, p):
-    o = new(SyncGroupRequest)
-    o.group_instance_id = None
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
+        o0 = new(SyncGroupRequest)
+        o0.group_instance_id = None
+        o0.protocol_type = None
+        o0.protocol_name = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('SyncGroupRequest', 1, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('SyncGroupRequest', 1, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 1, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('SyncGroupRequest', 1, p, 'null array in Assignments')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('SyncGroupRequest', 1, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_SyncGroupRequest_SyncGroupRequestAssignment_1(buf, p)
-                app(e)
-            o.assignments = lst
-        o.unknown_tags = None
+                o1 = new(_SyncGroupRequest_SyncGroupRequestAssignment)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 1, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 1, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 1, p, 'null bytes in Assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 1, p, 'Assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.assignments = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_SyncGroupRequest_SyncGroupRequestAssignment_2(buf, p):
-    o = new(_SyncGroupRequest_SyncGroupRequestAssignment)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 2, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 2, p, 'null bytes in Assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 2, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('SyncGroupRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupRequest_2(buf, p):
-    o = new(SyncGroupRequest)
-    o.group_instance_id = None
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
+        o0 = new(SyncGroupRequest)
+        o0.group_instance_id = None
+        o0.protocol_type = None
+        o0.protocol_name = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('SyncGroupRequest', 2, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('SyncGroupRequest', 2, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 2, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('SyncGroupRequest', 2, p, 'null array in Assignments')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('SyncGroupRequest', 2, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_SyncGroupRequest_SyncGroupRequestAssignment_2(buf, p)
-                app(e)
-            o.assignments = lst
-        o.unknown_tags = None
+                o1 = new(_SyncGroupRequest_SyncGroupRequestAssignment)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 2, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 2, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 2, p, 'null bytes in Assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 2, p, 'Assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.assignments = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_SyncGroupRequest_SyncGroupRequestAssignment_3(buf, p):
-    o = new(_SyncGroupRequest_SyncGroupRequestAssignment)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 3, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 3, p, 'null bytes in Assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 3, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('SyncGroupRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupRequest_3(buf, p):
-    o = new(SyncGroupRequest)
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
+        o0 = new(SyncGroupRequest)
+        o0.protocol_type = None
+        o0.protocol_name = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('SyncGroupRequest', 3, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
+        o0.generation_id, n = _S_1.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('SyncGroupRequest', 3, p, 'null string in MemberId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
-            o.group_instance_id = None
+            o0.group_instance_id = None
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 3, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p:q], 'utf-8')
             p = q
-        n, = _S_1.unpack_from(buf, p)
+        n, = _S_2.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('SyncGroupRequest', 3, p, 'null array in Assignments')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('SyncGroupRequest', 3, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_SyncGroupRequest_SyncGroupRequestAssignment_3(buf, p)
-                app(e)
-            o.assignments = lst
-        o.unknown_tags = None
+                o1 = new(_SyncGroupRequest_SyncGroupRequestAssignment)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 3, p, 'null string in MemberId')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 3, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 3, p, 'null bytes in Assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 3, p, 'Assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.assignments = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_SyncGroupRequest_SyncGroupRequestAssignment_4(buf, p):
-    o = new(_SyncGroupRequest_SyncGroupRequestAssignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 4, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 4, p, 'null bytes in Assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 4, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('SyncGroupRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('SyncGroupRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('SyncGroupRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupRequest_4(buf, p):
-    o = new(SyncGroupRequest)
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 4, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(SyncGroupRequest)
+        o0.protocol_type = None
+        o0.protocol_name = None
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('SyncGroupRequest', 4, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupRequest', 4, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.generation_id, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 4, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('SyncGroupRequest', 4, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupRequest', 4, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 4, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupRequest', 4, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -471,168 +429,209 @@ def _d_SyncGroupRequest_4(buf, p):
         if n < 0:
             raise DecodeError('SyncGroupRequest', 4, p, 'null array in Assignments')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('SyncGroupRequest', 4, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_SyncGroupRequest_SyncGroupRequestAssignment_4(buf, p)
-                app(e)
-            o.assignments = lst
+                o1 = new(_SyncGroupRequest_SyncGroupRequestAssignment)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 4, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('SyncGroupRequest', 4, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('SyncGroupRequest', 4, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 4, p, 'null bytes in Assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 4, p, 'Assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('SyncGroupRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('SyncGroupRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.assignments = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('SyncGroupRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('SyncGroupRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_SyncGroupRequest_SyncGroupRequestAssignment_5(buf, p):
-    o = new(_SyncGroupRequest_SyncGroupRequestAssignment)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 5, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 5, p, 'null bytes in Assignment')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('SyncGroupRequest', 5, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('SyncGroupRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('SyncGroupRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('SyncGroupRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupRequest_5(buf, p):
-    o = new(SyncGroupRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 5, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(SyncGroupRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 5, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.generation_id, = _S_1.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('SyncGroupRequest', 5, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupRequest', 5, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.generation_id, k = _S_3.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('SyncGroupRequest', 5, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('SyncGroupRequest', 5, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupRequest', 5, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 5, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_type = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupRequest', 5, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 5, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_name = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_type = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupRequest', 5, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupRequest', 5, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_name = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupRequest', 5, p, 'ProtocolName runs past the frame')
+                o0.protocol_name = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -642,37 +641,93 @@ def _d_SyncGroupRequest_5(buf, p):
         if n < 0:
             raise DecodeError('SyncGroupRequest', 5, p, 'null array in Assignments')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('SyncGroupRequest', 5, p, 'array Assignments longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_SyncGroupRequest_SyncGroupRequestAssignment_5(buf, p)
-                app(e)
-            o.assignments = lst
+                o1 = new(_SyncGroupRequest_SyncGroupRequestAssignment)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 5, p, 'MemberId runs past the frame')
+                    o1.member_id = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('SyncGroupRequest', 5, p, 'null string in MemberId')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('SyncGroupRequest', 5, p, 'MemberId runs past the frame')
+                        o1.member_id = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('SyncGroupRequest', 5, p, 'null bytes in Assignment')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('SyncGroupRequest', 5, p, 'Assignment runs past the frame')
+                    o1.assignment = bytes(buf[p:q])
+                    p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('SyncGroupRequest', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('SyncGroupRequest', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.assignments = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('SyncGroupRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('SyncGroupRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_SyncGroupRequest_SyncGroupRequestAssignment_0(o, b, h):
     s = o.member_id
@@ -680,7 +735,7 @@ def _e_SyncGroupRequest_SyncGroupRequestAssignment_0(o, b, h):
     b += _S_0.pack(len(s))
     b += s
     s = o.assignment
-    b += _S_1.pack(len(s))
+    b += _S_2.pack(len(s))
     b += s
 
 def _e_SyncGroupRequest_0(o, b, h):
@@ -688,13 +743,13 @@ def _e_SyncGroupRequest_0(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.generation_id)
+    b += _S_2.pack(o.generation_id)
     s = o.member_id
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
     lst = o.assignments
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_SyncGroupRequest_SyncGroupRequestAssignment_0(e, b, h)
 
@@ -703,7 +758,7 @@ def _e_SyncGroupRequest_3(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.generation_id)
+    b += _S_2.pack(o.generation_id)
     s = o.member_id
     s = s.encode()
     b += _S_0.pack(len(s))
@@ -716,7 +771,7 @@ def _e_SyncGroupRequest_3(o, b, h):
         b += _S_0.pack(len(s))
         b += s
     lst = o.assignments
-    b += _S_1.pack(len(lst))
+    b += _S_2.pack(len(lst))
     for e in lst:
         _e_SyncGroupRequest_SyncGroupRequestAssignment_0(e, b, h)
 
@@ -751,7 +806,7 @@ def _e_SyncGroupRequest_4(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.generation_id)
+    b += _S_2.pack(o.generation_id)
     s = o.member_id
     s = s.encode()
     n = len(s) + 1
@@ -794,7 +849,7 @@ def _e_SyncGroupRequest_5(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.generation_id)
+    b += _S_2.pack(o.generation_id)
     s = o.member_id
     s = s.encode()
     n = len(s) + 1
@@ -874,103 +929,100 @@ class SyncGroupResponse(KafkaMessage):
 
 
 def _d_SyncGroupResponse_0(buf, p):
-    o = new(SyncGroupResponse)
-    o.throttle_time_ms = 0
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
-        o.error_code, = _S_0.unpack_from(buf, p)
-        p += 2
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(SyncGroupResponse)
+        o0.throttle_time_ms = 0
+        o0.protocol_type = None
+        o0.protocol_name = None
+        o0.error_code, n = _S_4.unpack_from(buf, p)
+        p += 6
         if n < 0:
             raise DecodeError('SyncGroupResponse', 0, p, 'null bytes in Assignment')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupResponse', 0, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
+            o0.assignment = bytes(buf[p:q])
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupResponse_1(buf, p):
-    o = new(SyncGroupResponse)
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(SyncGroupResponse)
+        o0.protocol_type = None
+        o0.protocol_name = None
+        o0.throttle_time_ms, o0.error_code, n = _S_5.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('SyncGroupResponse', 1, p, 'null bytes in Assignment')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupResponse', 1, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
+            o0.assignment = bytes(buf[p:q])
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupResponse_2(buf, p):
-    o = new(SyncGroupResponse)
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(SyncGroupResponse)
+        o0.protocol_type = None
+        o0.protocol_name = None
+        o0.throttle_time_ms, o0.error_code, n = _S_5.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('SyncGroupResponse', 2, p, 'null bytes in Assignment')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupResponse', 2, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
+            o0.assignment = bytes(buf[p:q])
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupResponse_3(buf, p):
-    o = new(SyncGroupResponse)
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
-        p += 6
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(SyncGroupResponse)
+        o0.protocol_type = None
+        o0.protocol_name = None
+        o0.throttle_time_ms, o0.error_code, n = _S_5.unpack_from(buf, p)
+        p += 10
         if n < 0:
             raise DecodeError('SyncGroupResponse', 3, p, 'null bytes in Assignment')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupResponse', 3, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
+            o0.assignment = bytes(buf[p:q])
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupResponse_4(buf, p):
-    o = new(SyncGroupResponse)
-    o.protocol_type = None
-    o.protocol_name = None
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(SyncGroupResponse)
+        o0.protocol_type = None
+        o0.protocol_name = None
+        o0.throttle_time_ms, o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -979,67 +1031,83 @@ def _d_SyncGroupResponse_4(buf, p):
             raise DecodeError('SyncGroupResponse', 4, p, 'null bytes in Assignment')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupResponse', 4, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
+            o0.assignment = bytes(buf[p:q])
             p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('SyncGroupResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('SyncGroupResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_SyncGroupResponse_5(buf, p):
-    o = new(SyncGroupResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_2.unpack_from(buf, p)
+        o0 = new(SyncGroupResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_6.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_type = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupResponse', 5, p, 'ProtocolType runs past the frame')
-            o.protocol_type = str(buf[p:q], 'utf-8')
+            o0.protocol_type = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.protocol_name = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_type = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupResponse', 5, p, 'ProtocolType runs past the frame')
+                o0.protocol_type = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('SyncGroupResponse', 5, p, 'ProtocolName runs past the frame')
-            o.protocol_name = str(buf[p:q], 'utf-8')
+            o0.protocol_name = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.protocol_name = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('SyncGroupResponse', 5, p, 'ProtocolName runs past the frame')
+                o0.protocol_name = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1050,48 +1118,48 @@ def _d_SyncGroupResponse_5(buf, p):
             raise DecodeError('SyncGroupResponse', 5, p, 'null bytes in Assignment')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('SyncGroupResponse', 5, p, 'Assignment runs past the frame')
-            o.assignment = bytes(buf[p:q])
+            o0.assignment = bytes(buf[p:q])
             p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('SyncGroupResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('SyncGroupResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('SyncGroupResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_SyncGroupResponse_0(o, b, h):
     b += _S_0.pack(o.error_code)
     s = o.assignment
-    b += _S_1.pack(len(s))
+    b += _S_2.pack(len(s))
     b += s
 
 def _e_SyncGroupResponse_1(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_1.pack(o.throttle_time_ms, o.error_code)
     s = o.assignment
-    b += _S_1.pack(len(s))
+    b += _S_2.pack(len(s))
     b += s
 
 def _e_SyncGroupResponse_4(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_1.pack(o.throttle_time_ms, o.error_code)
     s = o.assignment
     n = len(s) + 1
     if n < 128:
@@ -1106,7 +1174,7 @@ def _e_SyncGroupResponse_4(o, b, h):
         b.append(0)
 
 def _e_SyncGroupResponse_5(o, b, h):
-    b += _S_2.pack(o.throttle_time_ms, o.error_code)
+    b += _S_1.pack(o.throttle_time_ms, o.error_code)
     s = o.protocol_type
     if s is None:
         b.append(0)

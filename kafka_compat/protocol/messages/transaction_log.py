@@ -12,14 +12,34 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>h')
-_S_1 = _Struct('>qhib')
+_S_1 = _Struct('>qhibi')
 _S_2 = _Struct('>i')
 _S_3 = _Struct('>qq')
-_S_4 = _Struct('>q')
+_S_4 = _Struct('>qhibB')
+_S_5 = _Struct('>qqB')
+_S_6 = _Struct('>q')
+_S_7 = _Struct('>qhib')
 
 
 class TransactionLogKey(KafkaMessage):
@@ -37,22 +57,23 @@ class TransactionLogKey(KafkaMessage):
 
 
 def _d_TransactionLogKey_0(buf, p):
-    o = new(TransactionLogKey)
+    end = len(buf)
     try:
+        o0 = new(TransactionLogKey)
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('TransactionLogKey', 0, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('TransactionLogKey', 0, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('TransactionLogKey', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_TransactionLogKey_0(o, b, h):
     s = o.transactional_id
@@ -99,196 +120,207 @@ class TransactionLogValue(KafkaMessage):
 
 TransactionLogValue.PartitionsSchema = _TransactionLogValue_PartitionsSchema
 
-def _d_TransactionLogValue_PartitionsSchema_0(buf, p):
-    o = new(_TransactionLogValue_PartitionsSchema)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('TransactionLogValue', 0, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TransactionLogValue', 0, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('TransactionLogValue', 0, p, 'null array in PartitionIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('TransactionLogValue', 0, p, 'array PartitionIds longer than the frame')
-            o.partition_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TransactionLogValue', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_TransactionLogValue_0(buf, p):
-    o = new(TransactionLogValue)
-    o.previous_producer_id = -1
-    o.next_producer_id = -1
-    o.client_transaction_version = 0
+    end = len(buf)
     try:
-        o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = _S_1.unpack_from(buf, p)
-        p += 15
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0 = new(TransactionLogValue)
+        o0.previous_producer_id = -1
+        o0.next_producer_id = -1
+        o0.client_transaction_version = 0
+        o0.producer_id, o0.producer_epoch, o0.transaction_timeout_ms, o0.transaction_status, n = _S_1.unpack_from(buf, p)
+        p += 19
         if n < 0:
-            o.transaction_partitions = None
+            o0.transaction_partitions = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TransactionLogValue', 0, p, 'array TransactionPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TransactionLogValue_PartitionsSchema_0(buf, p)
-                app(e)
-            o.transaction_partitions = lst
-        o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S_3.unpack_from(buf, p)
+                o1 = new(_TransactionLogValue_PartitionsSchema)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('TransactionLogValue', 0, p, 'null string in Topic')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('TransactionLogValue', 0, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('TransactionLogValue', 0, p, 'null array in PartitionIds')
+                else:
+                    if n < 64:
+                        o1.partition_ids = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('TransactionLogValue', 0, p, 'array PartitionIds longer than the frame')
+                        o1.partition_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.transaction_partitions = lst0
+        o0.transaction_last_update_timestamp_ms, o0.transaction_start_timestamp_ms = _S_3.unpack_from(buf, p)
         p += 16
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('TransactionLogValue', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_TransactionLogValue_PartitionsSchema_1(buf, p):
-    o = new(_TransactionLogValue_PartitionsSchema)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TransactionLogValue', 1, p, 'null string in Topic')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TransactionLogValue', 1, p, 'Topic runs past the frame')
-            o.topic = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TransactionLogValue', 1, p, 'null array in PartitionIds')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('TransactionLogValue', 1, p, 'array PartitionIds longer than the frame')
-            o.partition_ids = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TransactionLogValue', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TransactionLogValue', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TransactionLogValue', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TransactionLogValue_1(buf, p):
-    o = new(TransactionLogValue)
-    o.previous_producer_id = -1
-    o.next_producer_id = -1
-    o.client_transaction_version = 0
+    end = len(buf)
     try:
-        o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status = _S_1.unpack_from(buf, p)
+        o0 = new(TransactionLogValue)
+        o0.previous_producer_id = -1
+        o0.next_producer_id = -1
+        o0.client_transaction_version = 0
+        o0.producer_id, o0.producer_epoch, o0.transaction_timeout_ms, o0.transaction_status, k = _S_4.unpack_from(buf, p)
         p += 15
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
             n -= 1
         if n < 0:
-            o.transaction_partitions = None
+            o0.transaction_partitions = None
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TransactionLogValue', 1, p, 'array TransactionPartitions longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TransactionLogValue_PartitionsSchema_1(buf, p)
-                app(e)
-            o.transaction_partitions = lst
-        o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms = _S_3.unpack_from(buf, p)
+                o1 = new(_TransactionLogValue_PartitionsSchema)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('TransactionLogValue', 1, p, 'Topic runs past the frame')
+                    o1.topic = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('TransactionLogValue', 1, p, 'null string in Topic')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('TransactionLogValue', 1, p, 'Topic runs past the frame')
+                        o1.topic = str(buf[p:q], 'utf-8')
+                        p = q
+                k = buf[p]
+                if 0 < k < 65:
+                    o1.partition_ids = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('TransactionLogValue', 1, p, 'null array in PartitionIds')
+                    else:
+                        if n < 64:
+                            o1.partition_ids = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('TransactionLogValue', 1, p, 'array PartitionIds longer than the frame')
+                            o1.partition_ids = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TransactionLogValue', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TransactionLogValue', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.transaction_partitions = lst0
+        o0.transaction_last_update_timestamp_ms, o0.transaction_start_timestamp_ms, k = _S_5.unpack_from(buf, p)
         p += 16
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('TransactionLogValue', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('TransactionLogValue', 1, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.previous_producer_id, = _S_4.unpack_from(buf, p)
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.previous_producer_id, = _S_6.unpack_from(buf, p)
                         p += 8
-                        buf = whole
-                        if not (o.previous_producer_id != -1):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 1:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.next_producer_id, = _S_4.unpack_from(buf, p)
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.previous_producer_id != -1):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 1:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.next_producer_id, = _S_6.unpack_from(buf, p)
                         p += 8
-                        buf = whole
-                        if not (o.next_producer_id != -1):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
-                    elif t == 2:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.client_transaction_version, = _S_0.unpack_from(buf, p)
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.next_producer_id != -1):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    elif t0 == 2:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.client_transaction_version, = _S_0.unpack_from(buf, p)
                         p += 2
-                        buf = whole
-                        if not (o.client_transaction_version != 0):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.client_transaction_version != 0):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('TransactionLogValue', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_TransactionLogValue_PartitionsSchema_0(o, b, h):
     s = o.topic
@@ -300,7 +332,7 @@ def _e_TransactionLogValue_PartitionsSchema_0(o, b, h):
     b += _pack('>%di' % len(lst), *lst)
 
 def _e_TransactionLogValue_0(o, b, h):
-    b += _S_1.pack(o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status)
+    b += _S_7.pack(o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status)
     lst = o.transaction_partitions
     if lst is None:
         b += b'\xff\xff\xff\xff'
@@ -333,7 +365,7 @@ def _e_TransactionLogValue_PartitionsSchema_1(o, b, h):
         b.append(0)
 
 def _e_TransactionLogValue_1(o, b, h):
-    b += _S_1.pack(o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status)
+    b += _S_7.pack(o.producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status)
     lst = o.transaction_partitions
     if lst is None:
         b.append(0)
@@ -351,12 +383,12 @@ def _e_TransactionLogValue_1(o, b, h):
     x = o.previous_producer_id
     if x != -1:
         t = bytearray()
-        t += _S_4.pack(x)
+        t += _S_6.pack(x)
         tg.append((0, t))
     x = o.next_producer_id
     if x != -1:
         t = bytearray()
-        t += _S_4.pack(x)
+        t += _S_6.pack(x)
         tg.append((1, t))
     x = o.client_transaction_version
     if x != 0:

@@ -12,16 +12,40 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>h')
-_S_1 = _Struct('>qh')
+_S_1 = _Struct('>qhi')
 _S_2 = _Struct('>i')
-_S_3 = _Struct('>iq')
-_S_4 = _Struct('>iqi')
-_S_5 = _Struct('>qhi')
-_S_6 = _Struct('>ih')
+_S_3 = _Struct('>iqh')
+_S_4 = _Struct('>iqih')
+_S_5 = _Struct('>qhiB')
+_S_6 = _Struct('>iqiB')
+_S_7 = _Struct('>qh')
+_S_8 = _Struct('>iq')
+_S_9 = _Struct('>iqi')
+_S_10 = _Struct('>ii')
+_S_11 = _Struct('>ih')
+_S_12 = _Struct('>iB')
+_S_13 = _Struct('>ihB')
 
 
 class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(KafkaStruct):
@@ -72,73 +96,22 @@ class TxnOffsetCommitRequest(KafkaMessage):
 TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition
 TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic
 
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_0(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
-    o.committed_leader_epoch = -1
-    try:
-        o.partition_index, o.committed_offset = _S_3.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 0, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_TxnOffsetCommitRequest_0(buf, p):
-    o = new(TxnOffsetCommitRequest)
-    o.generation_id = -1
-    o.member_id = ''
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(TxnOffsetCommitRequest)
+        o0.generation_id = -1
+        o0.member_id = ''
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 0, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 0, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -146,97 +119,80 @@ def _d_TxnOffsetCommitRequest_0(buf, p):
             raise DecodeError('TxnOffsetCommitRequest', 0, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0.producer_id, o0.producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitRequest', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+                        o2.committed_leader_epoch = -1
+                        o2.partition_index, o2.committed_offset, n = _S_3.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 0, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_1(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
-    o.committed_leader_epoch = -1
-    try:
-        o.partition_index, o.committed_offset = _S_3.unpack_from(buf, p)
-        p += 12
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 1, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitRequest_1(buf, p):
-    o = new(TxnOffsetCommitRequest)
-    o.generation_id = -1
-    o.member_id = ''
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(TxnOffsetCommitRequest)
+        o0.generation_id = -1
+        o0.member_id = ''
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 1, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 1, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -244,96 +200,80 @@ def _d_TxnOffsetCommitRequest_1(buf, p):
             raise DecodeError('TxnOffsetCommitRequest', 1, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0.producer_id, o0.producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitRequest', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+                        o2.committed_leader_epoch = -1
+                        o2.partition_index, o2.committed_offset, n = _S_3.unpack_from(buf, p)
+                        p += 14
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 1, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_4.unpack_from(buf, p)
-        p += 16
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 2, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitRequest_2(buf, p):
-    o = new(TxnOffsetCommitRequest)
-    o.generation_id = -1
-    o.member_id = ''
-    o.group_instance_id = None
+    end = len(buf)
     try:
+        o0 = new(TxnOffsetCommitRequest)
+        o0.generation_id = -1
+        o0.member_id = ''
+        o0.group_instance_id = None
         n, = _S_0.unpack_from(buf, p)
         p += 2
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 2, p, 'null string in TransactionalId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 2, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p:q], 'utf-8')
             p = q
         n, = _S_0.unpack_from(buf, p)
         p += 2
@@ -341,192 +281,156 @@ def _d_TxnOffsetCommitRequest_2(buf, p):
             raise DecodeError('TxnOffsetCommitRequest', 2, p, 'null string in GroupId')
         else:
             q = p + n
-            if q > len(buf):
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 2, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch = _S_1.unpack_from(buf, p)
-        p += 10
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0.producer_id, o0.producer_epoch, n = _S_1.unpack_from(buf, p)
+        p += 14
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitRequest', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitRequest', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n = _S_4.unpack_from(buf, p)
+                        p += 18
+                        if n < 0:
+                            o2.committed_metadata = None
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 2, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_3(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitRequest_3(buf, p):
-    o = new(TxnOffsetCommitRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(TxnOffsetCommitRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.generation_id = _S_5.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, o0.generation_id, k = _S_5.unpack_from(buf, p)
         p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -536,200 +440,233 @@ def _d_TxnOffsetCommitRequest_3(buf, p):
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitRequest', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_3(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('TxnOffsetCommitRequest', 3, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_6.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.committed_metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'CommittedMetadata runs past the frame')
+                                o2.committed_metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('TxnOffsetCommitRequest', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('TxnOffsetCommitRequest', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_4(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_4(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitRequest_4(buf, p):
-    o = new(TxnOffsetCommitRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(TxnOffsetCommitRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.generation_id = _S_5.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, o0.generation_id, k = _S_5.unpack_from(buf, p)
         p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -739,200 +676,233 @@ def _d_TxnOffsetCommitRequest_4(buf, p):
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitRequest', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_4(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('TxnOffsetCommitRequest', 4, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_6.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.committed_metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'CommittedMetadata runs past the frame')
+                                o2.committed_metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('TxnOffsetCommitRequest', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('TxnOffsetCommitRequest', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_5(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_4.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.committed_metadata = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'CommittedMetadata runs past the frame')
-            o.committed_metadata = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_5(buf, p):
-    o = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitRequest_5(buf, p):
-    o = new(TxnOffsetCommitRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in TransactionalId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(TxnOffsetCommitRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'TransactionalId runs past the frame')
-            o.transactional_id = str(buf[p:q], 'utf-8')
+            o0.transactional_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in TransactionalId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'TransactionalId runs past the frame')
+                o0.transactional_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        o.producer_id, o.producer_epoch, o.generation_id = _S_5.unpack_from(buf, p)
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
+        o0.producer_id, o0.producer_epoch, o0.generation_id, k = _S_5.unpack_from(buf, p)
         p += 14
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in MemberId')
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'MemberId runs past the frame')
-            o.member_id = str(buf[p:q], 'utf-8')
+            o0.member_id = str(buf[p + 1:q], 'utf-8')
             p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.group_instance_id = None
-        else:
-            q = p + n
-            if q > len(buf):
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in MemberId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'MemberId runs past the frame')
+                o0.member_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'GroupInstanceId runs past the frame')
-            o.group_instance_id = str(buf[p:q], 'utf-8')
+            o0.group_instance_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.group_instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'GroupInstanceId runs past the frame')
+                o0.group_instance_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -942,40 +912,142 @@ def _d_TxnOffsetCommitRequest_5(buf, p):
         if n < 0:
             raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitRequest', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_5(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('TxnOffsetCommitRequest', 5, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+                        o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, k = _S_6.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'CommittedMetadata runs past the frame')
+                            o2.committed_metadata = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.committed_metadata = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'CommittedMetadata runs past the frame')
+                                o2.committed_metadata = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('TxnOffsetCommitRequest', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('TxnOffsetCommitRequest', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_0(o, b, h):
-    b += _S_3.pack(o.partition_index, o.committed_offset)
+    b += _S_8.pack(o.partition_index, o.committed_offset)
     s = o.committed_metadata
     if s is None:
         b += b'\xff\xff'
@@ -1003,14 +1075,14 @@ def _e_TxnOffsetCommitRequest_0(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.producer_id, o.producer_epoch)
+    b += _S_7.pack(o.producer_id, o.producer_epoch)
     lst = o.topics
     b += _S_2.pack(len(lst))
     for e in lst:
         _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_0(e, b, h)
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_2(o, b, h):
-    b += _S_4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b += _S_9.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     s = o.committed_metadata
     if s is None:
         b += b'\xff\xff'
@@ -1038,14 +1110,14 @@ def _e_TxnOffsetCommitRequest_2(o, b, h):
     s = s.encode()
     b += _S_0.pack(len(s))
     b += s
-    b += _S_1.pack(o.producer_id, o.producer_epoch)
+    b += _S_7.pack(o.producer_id, o.producer_epoch)
     lst = o.topics
     b += _S_2.pack(len(lst))
     for e in lst:
         _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_2(e, b, h)
 
 def _e_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_3(o, b, h):
-    b += _S_4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
+    b += _S_9.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     s = o.committed_metadata
     if s is None:
         b.append(0)
@@ -1103,7 +1175,7 @@ def _e_TxnOffsetCommitRequest_3(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.producer_id, o.producer_epoch, o.generation_id)
+    b += _S_1.pack(o.producer_id, o.producer_epoch, o.generation_id)
     s = o.member_id
     s = s.encode()
     n = len(s) + 1
@@ -1181,292 +1253,161 @@ class TxnOffsetCommitResponse(KafkaMessage):
 TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition = _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition
 TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic = _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic
 
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_TxnOffsetCommitResponse_0(buf, p):
-    o = new(TxnOffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0 = new(TxnOffsetCommitResponse)
+        o0.throttle_time_ms, n = _S_10.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 0, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitResponse', 0, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitResponse_1(buf, p):
-    o = new(TxnOffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0 = new(TxnOffsetCommitResponse)
+        o0.throttle_time_ms, n = _S_10.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 1, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitResponse', 1, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_2(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_2(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
-    try:
-        n, = _S_0.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_2(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitResponse_2(buf, p):
-    o = new(TxnOffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 4
+        o0 = new(TxnOffsetCommitResponse)
+        o0.throttle_time_ms, n = _S_10.unpack_from(buf, p)
+        p += 8
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 2, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
+                o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                n, = _S_0.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 2, p, 'null string in Name')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitResponse', 2, p, 'Name runs past the frame')
+                    o1.name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_2.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 2, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitResponse', 2, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
+                        p += 6
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partitions = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topics = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_3(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 3, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitResponse', 3, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 3, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 3, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitResponse_3(buf, p):
-    o = new(TxnOffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
+        o0 = new(TxnOffsetCommitResponse)
+        o0.throttle_time_ms, k = _S_12.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1474,132 +1415,127 @@ def _d_TxnOffsetCommitResponse_3(buf, p):
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 3, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitResponse', 3, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_3(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('TxnOffsetCommitResponse', 3, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('TxnOffsetCommitResponse', 3, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('TxnOffsetCommitResponse', 3, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_4(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_4(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 4, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitResponse', 4, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 4, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 4, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_4(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitResponse_4(buf, p):
-    o = new(TxnOffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
+        o0 = new(TxnOffsetCommitResponse)
+        o0.throttle_time_ms, k = _S_12.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1607,132 +1543,127 @@ def _d_TxnOffsetCommitResponse_4(buf, p):
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 4, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitResponse', 4, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_4(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('TxnOffsetCommitResponse', 4, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('TxnOffsetCommitResponse', 4, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('TxnOffsetCommitResponse', 4, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_5(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_6.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_5(buf, p):
-    o = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 5, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('TxnOffsetCommitResponse', 5, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('TxnOffsetCommitResponse', 5, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('TxnOffsetCommitResponse', 5, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_5(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('TxnOffsetCommitResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_TxnOffsetCommitResponse_5(buf, p):
-    o = new(TxnOffsetCommitResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, = _S_2.unpack_from(buf, p)
+        o0 = new(TxnOffsetCommitResponse)
+        o0.throttle_time_ms, k = _S_12.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1740,40 +1671,121 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
         if n < 0:
             raise DecodeError('TxnOffsetCommitResponse', 5, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('TxnOffsetCommitResponse', 5, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_5(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'Name runs past the frame')
+                    o1.name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'null string in Name')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('TxnOffsetCommitResponse', 5, p, 'Name runs past the frame')
+                        o1.name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+                        o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
+                        p += 6
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('TxnOffsetCommitResponse', 5, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('TxnOffsetCommitResponse', 5, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('TxnOffsetCommitResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0(o, b, h):
-    b += _S_6.pack(o.partition_index, o.error_code)
+    b += _S_11.pack(o.partition_index, o.error_code)
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(o, b, h):
     s = o.name
@@ -1793,7 +1805,7 @@ def _e_TxnOffsetCommitResponse_0(o, b, h):
         _e_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_0(e, b, h)
 
 def _e_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(o, b, h):
-    b += _S_6.pack(o.partition_index, o.error_code)
+    b += _S_11.pack(o.partition_index, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

@@ -12,11 +12,30 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
-_S_1 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>i')
+_S_2 = _Struct('>ihB')
+_S_3 = _Struct('>ih')
 
 
 class UnregisterBrokerRequest(KafkaMessage):
@@ -35,36 +54,37 @@ class UnregisterBrokerRequest(KafkaMessage):
 
 
 def _d_UnregisterBrokerRequest_0(buf, p):
-    o = new(UnregisterBrokerRequest)
+    end = len(buf)
     try:
-        o.broker_id, = _S_0.unpack_from(buf, p)
+        o0 = new(UnregisterBrokerRequest)
+        o0.broker_id, k = _S_0.unpack_from(buf, p)
         p += 4
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UnregisterBrokerRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UnregisterBrokerRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UnregisterBrokerRequest', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_UnregisterBrokerRequest_0(o, b, h):
-    b += _S_0.pack(o.broker_id)
+    b += _S_1.pack(o.broker_id)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -93,50 +113,58 @@ class UnregisterBrokerResponse(KafkaMessage):
 
 
 def _d_UnregisterBrokerResponse_0(buf, p):
-    o = new(UnregisterBrokerResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_1.unpack_from(buf, p)
+        o0 = new(UnregisterBrokerResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_2.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('UnregisterBrokerResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('UnregisterBrokerResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UnregisterBrokerResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UnregisterBrokerResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UnregisterBrokerResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_UnregisterBrokerResponse_0(o, b, h):
-    b += _S_1.pack(o.throttle_time_ms, o.error_code)
+    b += _S_3.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

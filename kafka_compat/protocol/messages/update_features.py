@@ -12,15 +12,38 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>i')
-_S_1 = _Struct('>h?')
-_S_2 = _Struct('>hb')
-_S_3 = _Struct('>?')
-_S_4 = _Struct('>ih')
-_S_5 = _Struct('>h')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iB')
+_S_1 = _Struct('>h?B')
+_S_2 = _Struct('>hbB')
+_S_3 = _Struct('>?B')
+_S_4 = _Struct('>i')
+_S_5 = _Struct('>h?')
+_S_6 = _Struct('>hb')
+_S_7 = _Struct('>?')
+_S_8 = _Struct('>ihB')
+_S_9 = _Struct('>hB')
+_S_10 = _Struct('>ih')
+_S_11 = _Struct('>h')
 
 
 class _UpdateFeaturesRequest_FeatureUpdateKey(KafkaStruct):
@@ -54,58 +77,15 @@ class UpdateFeaturesRequest(KafkaMessage):
 
 UpdateFeaturesRequest.FeatureUpdateKey = _UpdateFeaturesRequest_FeatureUpdateKey
 
-def _d_UpdateFeaturesRequest_FeatureUpdateKey_0(buf, p):
-    o = new(_UpdateFeaturesRequest_FeatureUpdateKey)
-    o.upgrade_type = 1
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateFeaturesRequest', 0, p, 'null string in Feature')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateFeaturesRequest', 0, p, 'Feature runs past the frame')
-            o.feature = str(buf[p:q], 'utf-8')
-            p = q
-        o.max_version_level, o.allow_downgrade = _S_1.unpack_from(buf, p)
-        p += 3
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateFeaturesRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateFeaturesRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateFeaturesRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_UpdateFeaturesRequest_0(buf, p):
-    o = new(UpdateFeaturesRequest)
-    o.validate_only = False
+    end = len(buf)
     try:
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(UpdateFeaturesRequest)
+        o0.validate_only = False
+        o0.timeout_ms, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -113,89 +93,91 @@ def _d_UpdateFeaturesRequest_0(buf, p):
         if n < 0:
             raise DecodeError('UpdateFeaturesRequest', 0, p, 'null array in FeatureUpdates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateFeaturesRequest', 0, p, 'array FeatureUpdates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateFeaturesRequest_FeatureUpdateKey_0(buf, p)
-                app(e)
-            o.feature_updates = lst
+                o1 = new(_UpdateFeaturesRequest_FeatureUpdateKey)
+                o1.upgrade_type = 1
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateFeaturesRequest', 0, p, 'Feature runs past the frame')
+                    o1.feature = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('UpdateFeaturesRequest', 0, p, 'null string in Feature')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateFeaturesRequest', 0, p, 'Feature runs past the frame')
+                        o1.feature = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.max_version_level, o1.allow_downgrade, k = _S_1.unpack_from(buf, p)
+                p += 3
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateFeaturesRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateFeaturesRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.feature_updates = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateFeaturesRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateFeaturesRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateFeaturesRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateFeaturesRequest_FeatureUpdateKey_1(buf, p):
-    o = new(_UpdateFeaturesRequest_FeatureUpdateKey)
-    o.allow_downgrade = False
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateFeaturesRequest', 1, p, 'null string in Feature')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateFeaturesRequest', 1, p, 'Feature runs past the frame')
-            o.feature = str(buf[p:q], 'utf-8')
-            p = q
-        o.max_version_level, o.upgrade_type = _S_2.unpack_from(buf, p)
-        p += 3
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateFeaturesRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateFeaturesRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateFeaturesRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateFeaturesRequest_1(buf, p):
-    o = new(UpdateFeaturesRequest)
+    end = len(buf)
     try:
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(UpdateFeaturesRequest)
+        o0.timeout_ms, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -203,91 +185,93 @@ def _d_UpdateFeaturesRequest_1(buf, p):
         if n < 0:
             raise DecodeError('UpdateFeaturesRequest', 1, p, 'null array in FeatureUpdates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateFeaturesRequest', 1, p, 'array FeatureUpdates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateFeaturesRequest_FeatureUpdateKey_1(buf, p)
-                app(e)
-            o.feature_updates = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_UpdateFeaturesRequest_FeatureUpdateKey)
+                o1.allow_downgrade = False
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateFeaturesRequest', 1, p, 'Feature runs past the frame')
+                    o1.feature = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('UpdateFeaturesRequest', 1, p, 'null string in Feature')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateFeaturesRequest', 1, p, 'Feature runs past the frame')
+                        o1.feature = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.max_version_level, o1.upgrade_type, k = _S_2.unpack_from(buf, p)
+                p += 3
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateFeaturesRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateFeaturesRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.feature_updates = lst0
+        o0.validate_only, k = _S_3.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateFeaturesRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateFeaturesRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateFeaturesRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateFeaturesRequest_FeatureUpdateKey_2(buf, p):
-    o = new(_UpdateFeaturesRequest_FeatureUpdateKey)
-    o.allow_downgrade = False
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateFeaturesRequest', 2, p, 'null string in Feature')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateFeaturesRequest', 2, p, 'Feature runs past the frame')
-            o.feature = str(buf[p:q], 'utf-8')
-            p = q
-        o.max_version_level, o.upgrade_type = _S_2.unpack_from(buf, p)
-        p += 3
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateFeaturesRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateFeaturesRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateFeaturesRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateFeaturesRequest_2(buf, p):
-    o = new(UpdateFeaturesRequest)
+    end = len(buf)
     try:
-        o.timeout_ms, = _S_0.unpack_from(buf, p)
+        o0 = new(UpdateFeaturesRequest)
+        o0.timeout_ms, k = _S_0.unpack_from(buf, p)
         p += 4
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -295,39 +279,84 @@ def _d_UpdateFeaturesRequest_2(buf, p):
         if n < 0:
             raise DecodeError('UpdateFeaturesRequest', 2, p, 'null array in FeatureUpdates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateFeaturesRequest', 2, p, 'array FeatureUpdates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateFeaturesRequest_FeatureUpdateKey_2(buf, p)
-                app(e)
-            o.feature_updates = lst
-        o.validate_only, = _S_3.unpack_from(buf, p)
+                o1 = new(_UpdateFeaturesRequest_FeatureUpdateKey)
+                o1.allow_downgrade = False
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateFeaturesRequest', 2, p, 'Feature runs past the frame')
+                    o1.feature = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('UpdateFeaturesRequest', 2, p, 'null string in Feature')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateFeaturesRequest', 2, p, 'Feature runs past the frame')
+                        o1.feature = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.max_version_level, o1.upgrade_type, k = _S_2.unpack_from(buf, p)
+                p += 3
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateFeaturesRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateFeaturesRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.feature_updates = lst0
+        o0.validate_only, k = _S_3.unpack_from(buf, p)
         p += 1
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateFeaturesRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateFeaturesRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateFeaturesRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_UpdateFeaturesRequest_FeatureUpdateKey_0(o, b, h):
     s = o.feature
@@ -338,7 +367,7 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_1.pack(o.max_version_level, o.allow_downgrade)
+    b += _S_5.pack(o.max_version_level, o.allow_downgrade)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -346,7 +375,7 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_0(o, b, h):
         b.append(0)
 
 def _e_UpdateFeaturesRequest_0(o, b, h):
-    b += _S_0.pack(o.timeout_ms)
+    b += _S_4.pack(o.timeout_ms)
     lst = o.feature_updates
     n = len(lst) + 1
     if n < 128:
@@ -370,7 +399,7 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_1(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.max_version_level, o.upgrade_type)
+    b += _S_6.pack(o.max_version_level, o.upgrade_type)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -378,7 +407,7 @@ def _e_UpdateFeaturesRequest_FeatureUpdateKey_1(o, b, h):
         b.append(0)
 
 def _e_UpdateFeaturesRequest_1(o, b, h):
-    b += _S_0.pack(o.timeout_ms)
+    b += _S_4.pack(o.timeout_ms)
     lst = o.feature_updates
     n = len(lst) + 1
     if n < 128:
@@ -387,7 +416,7 @@ def _e_UpdateFeaturesRequest_1(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_UpdateFeaturesRequest_FeatureUpdateKey_1(e, b, h)
-    b += _S_3.pack(o.validate_only)
+    b += _S_7.pack(o.validate_only)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -429,82 +458,33 @@ class UpdateFeaturesResponse(KafkaMessage):
 
 UpdateFeaturesResponse.UpdatableFeatureResult = _UpdateFeaturesResponse_UpdatableFeatureResult
 
-def _d_UpdateFeaturesResponse_UpdatableFeatureResult_0(buf, p):
-    o = new(_UpdateFeaturesResponse_UpdatableFeatureResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateFeaturesResponse', 0, p, 'null string in Feature')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateFeaturesResponse', 0, p, 'Feature runs past the frame')
-            o.feature = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_5.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateFeaturesResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateFeaturesResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateFeaturesResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateFeaturesResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_UpdateFeaturesResponse_0(buf, p):
-    o = new(UpdateFeaturesResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(UpdateFeaturesResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('UpdateFeaturesResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('UpdateFeaturesResponse', 0, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -514,114 +494,130 @@ def _d_UpdateFeaturesResponse_0(buf, p):
         if n < 0:
             raise DecodeError('UpdateFeaturesResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateFeaturesResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateFeaturesResponse_UpdatableFeatureResult_0(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_UpdateFeaturesResponse_UpdatableFeatureResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateFeaturesResponse', 0, p, 'Feature runs past the frame')
+                    o1.feature = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('UpdateFeaturesResponse', 0, p, 'null string in Feature')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateFeaturesResponse', 0, p, 'Feature runs past the frame')
+                        o1.feature = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_9.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateFeaturesResponse', 0, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateFeaturesResponse', 0, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateFeaturesResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateFeaturesResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateFeaturesResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateFeaturesResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateFeaturesResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateFeaturesResponse_UpdatableFeatureResult_1(buf, p):
-    o = new(_UpdateFeaturesResponse_UpdatableFeatureResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateFeaturesResponse', 1, p, 'null string in Feature')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateFeaturesResponse', 1, p, 'Feature runs past the frame')
-            o.feature = str(buf[p:q], 'utf-8')
-            p = q
-        o.error_code, = _S_5.unpack_from(buf, p)
-        p += 2
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateFeaturesResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateFeaturesResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateFeaturesResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateFeaturesResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateFeaturesResponse_1(buf, p):
-    o = new(UpdateFeaturesResponse)
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(UpdateFeaturesResponse)
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('UpdateFeaturesResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('UpdateFeaturesResponse', 1, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -631,81 +627,154 @@ def _d_UpdateFeaturesResponse_1(buf, p):
         if n < 0:
             raise DecodeError('UpdateFeaturesResponse', 1, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateFeaturesResponse', 1, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateFeaturesResponse_UpdatableFeatureResult_1(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_UpdateFeaturesResponse_UpdatableFeatureResult)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateFeaturesResponse', 1, p, 'Feature runs past the frame')
+                    o1.feature = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('UpdateFeaturesResponse', 1, p, 'null string in Feature')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateFeaturesResponse', 1, p, 'Feature runs past the frame')
+                        o1.feature = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.error_code, k = _S_9.unpack_from(buf, p)
+                p += 2
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateFeaturesResponse', 1, p, 'ErrorMessage runs past the frame')
+                    o1.error_message = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.error_message = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateFeaturesResponse', 1, p, 'ErrorMessage runs past the frame')
+                        o1.error_message = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateFeaturesResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateFeaturesResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateFeaturesResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateFeaturesResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateFeaturesResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateFeaturesResponse_2(buf, p):
-    o = new(UpdateFeaturesResponse)
-    o.results = []
+    end = len(buf)
     try:
-        o.throttle_time_ms, o.error_code = _S_4.unpack_from(buf, p)
+        o0 = new(UpdateFeaturesResponse)
+        o0.results = []
+        o0.throttle_time_ms, o0.error_code, k = _S_8.unpack_from(buf, p)
         p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('UpdateFeaturesResponse', 2, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
+            o0.error_message = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.error_message = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('UpdateFeaturesResponse', 2, p, 'ErrorMessage runs past the frame')
+                o0.error_message = str(buf[p:q], 'utf-8')
+                p = q
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateFeaturesResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateFeaturesResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateFeaturesResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_UpdateFeaturesResponse_UpdatableFeatureResult_0(o, b, h):
     s = o.feature
@@ -716,7 +785,7 @@ def _e_UpdateFeaturesResponse_UpdatableFeatureResult_0(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.error_code)
+    b += _S_11.pack(o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -735,7 +804,7 @@ def _e_UpdateFeaturesResponse_UpdatableFeatureResult_0(o, b, h):
         b.append(0)
 
 def _e_UpdateFeaturesResponse_0(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -762,7 +831,7 @@ def _e_UpdateFeaturesResponse_0(o, b, h):
         b.append(0)
 
 def _e_UpdateFeaturesResponse_2(o, b, h):
-    b += _S_4.pack(o.throttle_time_ms, o.error_code)
+    b += _S_10.pack(o.throttle_time_ms, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)

@@ -12,17 +12,44 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>ii')
-_S_1 = _Struct('>i')
-_S_2 = _Struct('>h')
-_S_3 = _Struct('>iiii')
-_S_4 = _Struct('>iiq')
-_S_5 = _Struct('>16s')
-_S_6 = _Struct('>i?iq')
-_S_7 = _Struct('>b')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>iii')
+_S_1 = _Struct('>h')
+_S_2 = _Struct('>iiiii')
+_S_3 = _Struct('>ii')
+_S_4 = _Struct('>i')
+_S_5 = _Struct('>ih')
+_S_6 = _Struct('>iiqi')
+_S_7 = _Struct('>iiqB')
+_S_8 = _Struct('>iiiiB')
+_S_9 = _Struct('>iB')
+_S_10 = _Struct('>hB')
+_S_11 = _Struct('>16sB')
+_S_12 = _Struct('>i?iqB')
+_S_13 = _Struct('>b')
+_S_14 = _Struct('>iiii')
+_S_15 = _Struct('>iiq')
+_S_16 = _Struct('>16s')
+_S_17 = _Struct('>i?iq')
 
 
 class _UpdateMetadataRequest_UpdateMetadataTopicState(KafkaStruct):
@@ -108,1123 +135,737 @@ UpdateMetadataRequest.UpdateMetadataEndpoint = _UpdateMetadataRequest_UpdateMeta
 UpdateMetadataRequest.UpdateMetadataBroker = _UpdateMetadataRequest_UpdateMetadataBroker
 UpdateMetadataRequest.UpdateMetadataPartitionState = _UpdateMetadataRequest_UpdateMetadataPartitionState
 
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    o.offline_replicas = []
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 0, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 0, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 0, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 0, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 0, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 0, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_0(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.endpoints = []
-    o.rack = ''
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 0, p, 'null string in V0Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 0, p, 'V0Host runs past the frame')
-            o.v0_host = str(buf[p:q], 'utf-8')
-            p = q
-        o.v0_port, = _S_1.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_UpdateMetadataRequest_0(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(UpdateMetadataRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.broker_epoch = -1
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, n = _S_0.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 0, p, 'null array in UngroupedPartitionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 0, p, 'array UngroupedPartitionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_0(buf, p)
-                app(e)
-            o.ungrouped_partition_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                o1.offline_replicas = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 0, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n = _S_2.unpack_from(buf, p)
+                p += 20
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 0, p, 'null array in Isr')
+                else:
+                    if n < 64:
+                        o1.isr = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 0, p, 'array Isr longer than the frame')
+                        o1.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.zk_version, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 0, p, 'null array in Replicas')
+                else:
+                    if n < 64:
+                        o1.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 0, p, 'array Replicas longer than the frame')
+                        o1.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.ungrouped_partition_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 0, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 0, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_0(buf, p)
-                app(e)
-            o.live_brokers = lst
-        o.unknown_tags = None
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.endpoints = []
+                o1.rack = ''
+                o1.id, n = _S_5.unpack_from(buf, p)
+                p += 6
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 0, p, 'null string in V0Host')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 0, p, 'V0Host runs past the frame')
+                    o1.v0_host = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.v0_port, = _S_4.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_brokers = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    o.offline_replicas = []
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 1, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 1, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 1, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 1, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 1, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 1, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_1(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
-    o.listener = ''
-    try:
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 1, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 1, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.security_protocol, = _S_2.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_1(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.v0_host = ''
-    o.v0_port = 0
-    o.rack = ''
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 1, p, 'null array in Endpoints')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 1, p, 'array Endpoints longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_1(buf, p)
-                app(e)
-            o.endpoints = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataRequest_1(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(UpdateMetadataRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.broker_epoch = -1
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, n = _S_0.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 1, p, 'null array in UngroupedPartitionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 1, p, 'array UngroupedPartitionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_1(buf, p)
-                app(e)
-            o.ungrouped_partition_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                o1.offline_replicas = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 1, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 1, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n = _S_2.unpack_from(buf, p)
+                p += 20
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 1, p, 'null array in Isr')
+                else:
+                    if n < 64:
+                        o1.isr = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 1, p, 'array Isr longer than the frame')
+                        o1.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.zk_version, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 1, p, 'null array in Replicas')
+                else:
+                    if n < 64:
+                        o1.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 1, p, 'array Replicas longer than the frame')
+                        o1.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.ungrouped_partition_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 1, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 1, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_1(buf, p)
-                app(e)
-            o.live_brokers = lst
-        o.unknown_tags = None
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.v0_host = ''
+                o1.v0_port = 0
+                o1.rack = ''
+                o1.id, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 1, p, 'null array in Endpoints')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 1, p, 'array Endpoints longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
+                        o2.listener = ''
+                        o2.port, n = _S_5.unpack_from(buf, p)
+                        p += 6
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 1, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 1, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.security_protocol, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.endpoints = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_brokers = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    o.offline_replicas = []
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 2, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 2, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 2, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 2, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 2, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 2, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_2(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
-    o.listener = ''
-    try:
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 2, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 2, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        o.security_protocol, = _S_2.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_2(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.v0_host = ''
-    o.v0_port = 0
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 2, p, 'null array in Endpoints')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 2, p, 'array Endpoints longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_2(buf, p)
-                app(e)
-            o.endpoints = lst
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 2, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataRequest_2(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(UpdateMetadataRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.broker_epoch = -1
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, n = _S_0.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 2, p, 'null array in UngroupedPartitionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 2, p, 'array UngroupedPartitionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_2(buf, p)
-                app(e)
-            o.ungrouped_partition_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                o1.offline_replicas = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 2, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 2, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n = _S_2.unpack_from(buf, p)
+                p += 20
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 2, p, 'null array in Isr')
+                else:
+                    if n < 64:
+                        o1.isr = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 2, p, 'array Isr longer than the frame')
+                        o1.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.zk_version, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 2, p, 'null array in Replicas')
+                else:
+                    if n < 64:
+                        o1.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 2, p, 'array Replicas longer than the frame')
+                        o1.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.ungrouped_partition_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 2, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 2, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_2(buf, p)
-                app(e)
-            o.live_brokers = lst
-        o.unknown_tags = None
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.v0_host = ''
+                o1.v0_port = 0
+                o1.id, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 2, p, 'null array in Endpoints')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 2, p, 'array Endpoints longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
+                        o2.listener = ''
+                        o2.port, n = _S_5.unpack_from(buf, p)
+                        p += 6
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 2, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 2, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.security_protocol, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.endpoints = lst1
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 2, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_brokers = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    o.offline_replicas = []
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 3, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 3, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 3, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 3, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 3, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 3, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_3(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
-    try:
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 3, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 3, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 3, p, 'null string in Listener')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 3, p, 'Listener runs past the frame')
-            o.listener = str(buf[p:q], 'utf-8')
-            p = q
-        o.security_protocol, = _S_2.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_3(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.v0_host = ''
-    o.v0_port = 0
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 3, p, 'null array in Endpoints')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 3, p, 'array Endpoints longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_3(buf, p)
-                app(e)
-            o.endpoints = lst
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 3, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataRequest_3(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(UpdateMetadataRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.broker_epoch = -1
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, n = _S_0.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 3, p, 'null array in UngroupedPartitionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 3, p, 'array UngroupedPartitionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_3(buf, p)
-                app(e)
-            o.ungrouped_partition_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                o1.offline_replicas = []
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 3, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 3, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n = _S_2.unpack_from(buf, p)
+                p += 20
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 3, p, 'null array in Isr')
+                else:
+                    if n < 64:
+                        o1.isr = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 3, p, 'array Isr longer than the frame')
+                        o1.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.zk_version, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 3, p, 'null array in Replicas')
+                else:
+                    if n < 64:
+                        o1.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 3, p, 'array Replicas longer than the frame')
+                        o1.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.ungrouped_partition_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 3, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 3, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_3(buf, p)
-                app(e)
-            o.live_brokers = lst
-        o.unknown_tags = None
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.v0_host = ''
+                o1.v0_port = 0
+                o1.id, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 3, p, 'null array in Endpoints')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 3, p, 'array Endpoints longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
+                        o2.port, n = _S_5.unpack_from(buf, p)
+                        p += 6
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 3, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 3, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 3, p, 'null string in Listener')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 3, p, 'Listener runs past the frame')
+                            o2.listener = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.security_protocol, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.endpoints = lst1
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 3, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_brokers = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 3, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_4(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 4, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 4, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 4, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 4, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 4, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_4(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
-    try:
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 4, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 4, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 4, p, 'null string in Listener')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 4, p, 'Listener runs past the frame')
-            o.listener = str(buf[p:q], 'utf-8')
-            p = q
-        o.security_protocol, = _S_2.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.v0_host = ''
-    o.v0_port = 0
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in Endpoints')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 4, p, 'array Endpoints longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_4(buf, p)
-                app(e)
-            o.endpoints = lst
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 4, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataRequest_4(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch = _S_0.unpack_from(buf, p)
-        p += 8
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(UpdateMetadataRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.broker_epoch = -1
+        o0.topic_states = []
+        o0.controller_id, o0.controller_epoch, n = _S_0.unpack_from(buf, p)
+        p += 12
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in UngroupedPartitionStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 4, p, 'array UngroupedPartitionStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_4(buf, p)
-                app(e)
-            o.ungrouped_partition_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 4, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 4, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n = _S_2.unpack_from(buf, p)
+                p += 20
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in Isr')
+                else:
+                    if n < 64:
+                        o1.isr = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 4, p, 'array Isr longer than the frame')
+                        o1.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.zk_version, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in Replicas')
+                else:
+                    if n < 64:
+                        o1.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 4, p, 'array Replicas longer than the frame')
+                        o1.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                n, = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in OfflineReplicas')
+                else:
+                    if n < 64:
+                        o1.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                    else:
+                        if n * 4 > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 4, p, 'array OfflineReplicas longer than the frame')
+                        o1.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                    p += n * 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.ungrouped_partition_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 4, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_4(buf, p)
-                app(e)
-            o.live_brokers = lst
-        o.unknown_tags = None
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.v0_host = ''
+                o1.v0_port = 0
+                o1.id, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 4, p, 'null array in Endpoints')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 4, p, 'array Endpoints longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
+                        o2.port, n = _S_5.unpack_from(buf, p)
+                        p += 6
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 4, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 4, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 4, p, 'null string in Listener')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 4, p, 'Listener runs past the frame')
+                            o2.listener = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.security_protocol, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.endpoints = lst1
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 4, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_brokers = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 4, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_5(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataTopicState_5(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
-    o.topic_id = ZERO_UUID
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 5, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_5(buf, p)
-                app(e)
-            o.partition_states = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_5(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
-    try:
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 5, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 5, p, 'null string in Listener')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'Listener runs past the frame')
-            o.listener = str(buf[p:q], 'utf-8')
-            p = q
-        o.security_protocol, = _S_2.unpack_from(buf, p)
-        p += 2
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_5(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.v0_host = ''
-    o.v0_port = 0
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in Endpoints')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'array Endpoints longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_5(buf, p)
-                app(e)
-            o.endpoints = lst
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 5, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataRequest_5(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch = _S_4.unpack_from(buf, p)
-        p += 16
-        n, = _S_1.unpack_from(buf, p)
-        p += 4
+        o0 = new(UpdateMetadataRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, n = _S_6.unpack_from(buf, p)
+        p += 20
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 5, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataTopicState_5(buf, p)
-                app(e)
-            o.topic_states = lst
-        n, = _S_1.unpack_from(buf, p)
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
+                o1.topic_id = ZERO_UUID
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 5, p, 'null string in TopicName')
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 5, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p:q], 'utf-8')
+                    p = q
+                n, = _S_4.unpack_from(buf, p)
+                p += 4
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 5, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n = _S_2.unpack_from(buf, p)
+                        p += 20
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in Isr')
+                        else:
+                            if n < 64:
+                                o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 5, p, 'array Isr longer than the frame')
+                                o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.zk_version, n = _S_3.unpack_from(buf, p)
+                        p += 8
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in Replicas')
+                        else:
+                            if n < 64:
+                                o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 5, p, 'array Replicas longer than the frame')
+                                o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        n, = _S_4.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in OfflineReplicas')
+                        else:
+                            if n < 64:
+                                o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 5, p, 'array OfflineReplicas longer than the frame')
+                                o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.partition_states = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.topic_states = lst0
+        n, = _S_4.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 5, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_5(buf, p)
-                app(e)
-            o.live_brokers = lst
-        o.unknown_tags = None
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.v0_host = ''
+                o1.v0_port = 0
+                o1.id, n = _S_3.unpack_from(buf, p)
+                p += 8
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 5, p, 'null array in Endpoints')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 5, p, 'array Endpoints longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
+                        o2.port, n = _S_5.unpack_from(buf, p)
+                        p += 6
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 5, p, 'null string in Host')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 5, p, 'Host runs past the frame')
+                            o2.host = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('UpdateMetadataRequest', 5, p, 'null string in Listener')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 5, p, 'Listener runs past the frame')
+                            o2.listener = str(buf[p:q], 'utf-8')
+                            p = q
+                        o2.security_protocol, = _S_1.unpack_from(buf, p)
+                        p += 2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.endpoints = lst1
+                n, = _S_1.unpack_from(buf, p)
+                p += 2
+                if n < 0:
+                    o1.rack = None
+                else:
+                    q = p + n
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 5, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p:q], 'utf-8')
+                    p = q
+                o1.unknown_tags = None
+                app0(o1)
+            o0.live_brokers = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 5, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_6(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataTopicState_6(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
-    o.topic_id = ZERO_UUID
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_6(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_6(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
-    try:
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in Listener')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'Listener runs past the frame')
-            o.listener = str(buf[p:q], 'utf-8')
-            p = q
-        o.security_protocol, = _S_2.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_6(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.v0_host = ''
-    o.v0_port = 0
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Endpoints')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'array Endpoints longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_6(buf, p)
-                app(e)
-            o.endpoints = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 6, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataRequest_6(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(UpdateMetadataRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, k = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1232,14 +873,160 @@ def _d_UpdateMetadataRequest_6(buf, p):
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 6, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataTopicState_6(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
+                o1.topic_id = ZERO_UUID
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateMetadataRequest', 6, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                n = buf[p] - 1
+                if n < 127:
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 65:
+                            o2.isr = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Isr')
+                            else:
+                                if n < 64:
+                                    o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 6, p, 'array Isr longer than the frame')
+                                    o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.zk_version, k = _S_9.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Replicas')
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 6, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 6, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1249,300 +1036,179 @@ def _d_UpdateMetadataRequest_6(buf, p):
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 6, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_6(buf, p)
-                app(e)
-            o.live_brokers = lst
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.v0_host = ''
+                o1.v0_port = 0
+                o1.id, k = _S_9.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 6, p, 'null array in Endpoints')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'array Endpoints longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
+                        o2.port, k = _S_9.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'Host runs past the frame')
+                            o2.host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in Host')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('UpdateMetadataRequest', 6, p, 'Host runs past the frame')
+                                o2.host = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'Listener runs past the frame')
+                            o2.listener = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'null string in Listener')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('UpdateMetadataRequest', 6, p, 'Listener runs past the frame')
+                                o2.listener = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.security_protocol, k = _S_10.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.endpoints = lst1
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 6, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateMetadataRequest', 6, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.live_brokers = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateMetadataRequest', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateMetadataRequest', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 6, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_7(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataTopicState_7(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_7(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_7(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
-    try:
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in Listener')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'Listener runs past the frame')
-            o.listener = str(buf[p:q], 'utf-8')
-            p = q
-        o.security_protocol, = _S_2.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_7(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.v0_host = ''
-    o.v0_port = 0
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Endpoints')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'array Endpoints longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_7(buf, p)
-                app(e)
-            o.endpoints = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 7, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataRequest_7(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
+    end = len(buf)
     try:
-        o.controller_id, o.controller_epoch, o.broker_epoch = _S_4.unpack_from(buf, p)
+        o0 = new(UpdateMetadataRequest)
+        o0.is_k_raft_controller = False
+        o0.type = 0
+        o0.ungrouped_partition_states = []
+        o0.controller_id, o0.controller_epoch, o0.broker_epoch, k = _S_7.unpack_from(buf, p)
         p += 16
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1550,14 +1216,161 @@ def _d_UpdateMetadataRequest_7(buf, p):
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 7, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataTopicState_7(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateMetadataRequest', 7, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 65:
+                            o2.isr = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Isr')
+                            else:
+                                if n < 64:
+                                    o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 7, p, 'array Isr longer than the frame')
+                                    o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.zk_version, k = _S_9.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Replicas')
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 7, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 7, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1567,299 +1380,178 @@ def _d_UpdateMetadataRequest_7(buf, p):
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 7, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_7(buf, p)
-                app(e)
-            o.live_brokers = lst
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.v0_host = ''
+                o1.v0_port = 0
+                o1.id, k = _S_9.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 7, p, 'null array in Endpoints')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'array Endpoints longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
+                        o2.port, k = _S_9.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'Host runs past the frame')
+                            o2.host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in Host')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('UpdateMetadataRequest', 7, p, 'Host runs past the frame')
+                                o2.host = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'Listener runs past the frame')
+                            o2.listener = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'null string in Listener')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('UpdateMetadataRequest', 7, p, 'Listener runs past the frame')
+                                o2.listener = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.security_protocol, k = _S_10.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.endpoints = lst1
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 7, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateMetadataRequest', 7, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.live_brokers = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateMetadataRequest', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateMetadataRequest', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 7, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataPartitionState_8(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
-    o.topic_name = ''
-    try:
-        o.partition_index, o.controller_epoch, o.leader, o.leader_epoch = _S_3.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Isr')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'array Isr longer than the frame')
-            o.isr = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.zk_version, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Replicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'array Replicas longer than the frame')
-            o.replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in OfflineReplicas')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'array OfflineReplicas longer than the frame')
-            o.offline_replicas = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataTopicState_8(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in TopicName')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'TopicName runs past the frame')
-            o.topic_name = str(buf[p:q], 'utf-8')
-            p = q
-        o.topic_id, = _S_5.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in PartitionStates')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'array PartitionStates longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataPartitionState_8(buf, p)
-                app(e)
-            o.partition_states = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataEndpoint_8(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
-    try:
-        o.port, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in Host')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'Host runs past the frame')
-            o.host = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in Listener')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'Listener runs past the frame')
-            o.listener = str(buf[p:q], 'utf-8')
-            p = q
-        o.security_protocol, = _S_2.unpack_from(buf, p)
-        p += 2
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
-    return o, p
-
-def _d_UpdateMetadataRequest_UpdateMetadataBroker_8(buf, p):
-    o = new(_UpdateMetadataRequest_UpdateMetadataBroker)
-    o.v0_host = ''
-    o.v0_port = 0
-    try:
-        o.id, = _S_1.unpack_from(buf, p)
-        p += 4
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Endpoints')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'array Endpoints longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataEndpoint_8(buf, p)
-                app(e)
-            o.endpoints = lst
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.rack = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('UpdateMetadataRequest', 8, p, 'Rack runs past the frame')
-            o.rack = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataRequest_8(buf, p):
-    o = new(UpdateMetadataRequest)
-    o.ungrouped_partition_states = []
-    o.type = 0
+    end = len(buf)
     try:
-        o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch = _S_6.unpack_from(buf, p)
+        o0 = new(UpdateMetadataRequest)
+        o0.ungrouped_partition_states = []
+        o0.type = 0
+        o0.controller_id, o0.is_k_raft_controller, o0.controller_epoch, o0.broker_epoch, k = _S_12.unpack_from(buf, p)
         p += 17
-        n = buf[p] - 1
-        if n < 127:
+        if k < 128:
+            n = k - 1
             p += 1
         else:
             n, p = read_uvarint(buf, p)
@@ -1867,14 +1559,161 @@ def _d_UpdateMetadataRequest_8(buf, p):
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in TopicStates')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 8, p, 'array TopicStates longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataTopicState_8(buf, p)
-                app(e)
-            o.topic_states = lst
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataTopicState)
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateMetadataRequest', 8, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.topic_id, k = _S_11.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in PartitionStates')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'array PartitionStates longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
+                        o2.topic_name = ''
+                        o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_8.unpack_from(buf, p)
+                        p += 16
+                        if 0 < k < 65:
+                            o2.isr = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Isr')
+                            else:
+                                if n < 64:
+                                    o2.isr = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 8, p, 'array Isr longer than the frame')
+                                    o2.isr = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        o2.zk_version, k = _S_9.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 65:
+                            o2.replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Replicas')
+                            else:
+                                if n < 64:
+                                    o2.replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 8, p, 'array Replicas longer than the frame')
+                                    o2.replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.offline_replicas = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in OfflineReplicas')
+                            else:
+                                if n < 64:
+                                    o2.offline_replicas = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('UpdateMetadataRequest', 8, p, 'array OfflineReplicas longer than the frame')
+                                    o2.offline_replicas = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_states = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topic_states = lst0
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1884,112 +1723,244 @@ def _d_UpdateMetadataRequest_8(buf, p):
         if n < 0:
             raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in LiveBrokers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('UpdateMetadataRequest', 8, p, 'array LiveBrokers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_UpdateMetadataRequest_UpdateMetadataBroker_8(buf, p)
-                app(e)
-            o.live_brokers = lst
+                o1 = new(_UpdateMetadataRequest_UpdateMetadataBroker)
+                o1.v0_host = ''
+                o1.v0_port = 0
+                o1.id, k = _S_9.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('UpdateMetadataRequest', 8, p, 'null array in Endpoints')
+                else:
+                    if n > end - p:
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'array Endpoints longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_UpdateMetadataRequest_UpdateMetadataEndpoint)
+                        o2.port, k = _S_9.unpack_from(buf, p)
+                        p += 4
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'Host runs past the frame')
+                            o2.host = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in Host')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('UpdateMetadataRequest', 8, p, 'Host runs past the frame')
+                                o2.host = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'Listener runs past the frame')
+                            o2.listener = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'null string in Listener')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('UpdateMetadataRequest', 8, p, 'Listener runs past the frame')
+                                o2.listener = str(buf[p:q], 'utf-8')
+                                p = q
+                        o2.security_protocol, k = _S_10.unpack_from(buf, p)
+                        p += 2
+                        if k == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.endpoints = lst1
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('UpdateMetadataRequest', 8, p, 'Rack runs past the frame')
+                    o1.rack = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        o1.rack = None
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('UpdateMetadataRequest', 8, p, 'Rack runs past the frame')
+                        o1.rack = str(buf[p:q], 'utf-8')
+                        p = q
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.live_brokers = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateMetadataRequest', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateMetadataRequest', 8, p, 'tagged field runs past the frame')
-                    if t == 0:
-                        sub = buf[:q]
-                        buf, whole, start = sub, buf, p
-                        o.type, = _S_7.unpack_from(buf, p)
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.type, = _S_13.unpack_from(buf, p)
                         p += 1
-                        buf = whole
-                        if not (o.type != 0):
-                            if u is None:
-                                u = []
-                            u.append((t, bytes(buf[start:q])))
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.type != 0):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
                     else:
-                        if u is None:
-                            u = []
-                        u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataRequest', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_14.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.zk_version)
+    b += _S_4.pack(o.zk_version)
     lst = o.replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
 
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_0(o, b, h):
-    b += _S_1.pack(o.id)
+    b += _S_4.pack(o.id)
     s = o.v0_host
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_1.pack(o.v0_port)
+    b += _S_4.pack(o.v0_port)
 
 def _e_UpdateMetadataRequest_0(o, b, h):
-    b += _S_0.pack(o.controller_id, o.controller_epoch)
+    b += _S_3.pack(o.controller_id, o.controller_epoch)
     lst = o.ungrouped_partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(e, b, h)
     lst = o.live_brokers
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_0(e, b, h)
 
 def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_1(o, b, h):
-    b += _S_1.pack(o.port)
+    b += _S_4.pack(o.port)
     s = o.host
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_2.pack(o.security_protocol)
+    b += _S_1.pack(o.security_protocol)
 
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_1(o, b, h):
-    b += _S_1.pack(o.id)
+    b += _S_4.pack(o.id)
     lst = o.endpoints
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataEndpoint_1(e, b, h)
 
 def _e_UpdateMetadataRequest_1(o, b, h):
-    b += _S_0.pack(o.controller_id, o.controller_epoch)
+    b += _S_3.pack(o.controller_id, o.controller_epoch)
     lst = o.ungrouped_partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(e, b, h)
     lst = o.live_brokers
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_1(e, b, h)
 
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_2(o, b, h):
-    b += _S_1.pack(o.id)
+    b += _S_4.pack(o.id)
     lst = o.endpoints
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataEndpoint_1(e, b, h)
     s = o.rack
@@ -1997,36 +1968,36 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_2(o, b, h):
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_2.pack(len(s))
+        b += _S_1.pack(len(s))
         b += s
 
 def _e_UpdateMetadataRequest_2(o, b, h):
-    b += _S_0.pack(o.controller_id, o.controller_epoch)
+    b += _S_3.pack(o.controller_id, o.controller_epoch)
     lst = o.ungrouped_partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(e, b, h)
     lst = o.live_brokers
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_2(e, b, h)
 
 def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_3(o, b, h):
-    b += _S_1.pack(o.port)
+    b += _S_4.pack(o.port)
     s = o.host
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     s = o.listener
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_2.pack(o.security_protocol)
+    b += _S_1.pack(o.security_protocol)
 
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_3(o, b, h):
-    b += _S_1.pack(o.id)
+    b += _S_4.pack(o.id)
     lst = o.endpoints
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataEndpoint_3(e, b, h)
     s = o.rack
@@ -2034,84 +2005,84 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_3(o, b, h):
         b += b'\xff\xff'
     else:
         s = s.encode()
-        b += _S_2.pack(len(s))
+        b += _S_1.pack(len(s))
         b += s
 
 def _e_UpdateMetadataRequest_3(o, b, h):
-    b += _S_0.pack(o.controller_id, o.controller_epoch)
+    b += _S_3.pack(o.controller_id, o.controller_epoch)
     lst = o.ungrouped_partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataPartitionState_0(e, b, h)
     lst = o.live_brokers
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_3(e, b, h)
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_4(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_14.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.zk_version)
+    b += _S_4.pack(o.zk_version)
     lst = o.replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
     lst = o.offline_replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
 
 def _e_UpdateMetadataRequest_4(o, b, h):
-    b += _S_0.pack(o.controller_id, o.controller_epoch)
+    b += _S_3.pack(o.controller_id, o.controller_epoch)
     lst = o.ungrouped_partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataPartitionState_4(e, b, h)
     lst = o.live_brokers
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_3(e, b, h)
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_5(o, b, h):
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_14.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.zk_version)
+    b += _S_4.pack(o.zk_version)
     lst = o.replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
     lst = o.offline_replicas
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     b += _pack('>%di' % len(lst), *lst)
 
 def _e_UpdateMetadataRequest_UpdateMetadataTopicState_5(o, b, h):
     s = o.topic_name
     s = s.encode()
-    b += _S_2.pack(len(s))
+    b += _S_1.pack(len(s))
     b += s
     lst = o.partition_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataPartitionState_5(e, b, h)
 
 def _e_UpdateMetadataRequest_5(o, b, h):
-    b += _S_4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    b += _S_15.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataTopicState_5(e, b, h)
     lst = o.live_brokers
-    b += _S_1.pack(len(lst))
+    b += _S_4.pack(len(lst))
     for e in lst:
         _e_UpdateMetadataRequest_UpdateMetadataBroker_3(e, b, h)
 
 def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_6(o, b, h):
-    b += _S_3.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
+    b += _S_14.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     lst = o.isr
     n = len(lst) + 1
     if n < 128:
@@ -2119,7 +2090,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataPartitionState_6(o, b, h):
     else:
         write_uvarint(b, n)
     b += _pack('>%di' % len(lst), *lst)
-    b += _S_1.pack(o.zk_version)
+    b += _S_4.pack(o.zk_version)
     lst = o.replicas
     n = len(lst) + 1
     if n < 128:
@@ -2164,7 +2135,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_6(o, b, h):
         b.append(0)
 
 def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_6(o, b, h):
-    b += _S_1.pack(o.port)
+    b += _S_4.pack(o.port)
     s = o.host
     s = s.encode()
     n = len(s) + 1
@@ -2181,7 +2152,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_6(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_2.pack(o.security_protocol)
+    b += _S_1.pack(o.security_protocol)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -2189,7 +2160,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataEndpoint_6(o, b, h):
         b.append(0)
 
 def _e_UpdateMetadataRequest_UpdateMetadataBroker_6(o, b, h):
-    b += _S_1.pack(o.id)
+    b += _S_4.pack(o.id)
     lst = o.endpoints
     n = len(lst) + 1
     if n < 128:
@@ -2216,7 +2187,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataBroker_6(o, b, h):
         b.append(0)
 
 def _e_UpdateMetadataRequest_6(o, b, h):
-    b += _S_4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    b += _S_15.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -2248,7 +2219,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_7(o, b, h):
     else:
         write_uvarint(b, n)
     b += s
-    b += _S_5.pack(o.topic_id)
+    b += _S_16.pack(o.topic_id)
     lst = o.partition_states
     n = len(lst) + 1
     if n < 128:
@@ -2264,7 +2235,7 @@ def _e_UpdateMetadataRequest_UpdateMetadataTopicState_7(o, b, h):
         b.append(0)
 
 def _e_UpdateMetadataRequest_7(o, b, h):
-    b += _S_4.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
+    b += _S_15.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -2288,7 +2259,7 @@ def _e_UpdateMetadataRequest_7(o, b, h):
         b.append(0)
 
 def _e_UpdateMetadataRequest_8(o, b, h):
-    b += _S_6.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
+    b += _S_17.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     lst = o.topic_states
     n = len(lst) + 1
     if n < 128:
@@ -2310,7 +2281,7 @@ def _e_UpdateMetadataRequest_8(o, b, h):
     x = o.type
     if x != 0:
         t = bytearray()
-        t += _S_7.pack(x)
+        t += _S_13.pack(x)
         tg.append((0, t))
     if u:
         tg.extend(u)
@@ -2337,157 +2308,166 @@ class UpdateMetadataResponse(KafkaMessage):
 
 
 def _d_UpdateMetadataResponse_0(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 0, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataResponse_1(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataResponse_2(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataResponse_3(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 3, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataResponse_4(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 4, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataResponse_5(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, = _S_1.unpack_from(buf, p)
         p += 2
-        o.unknown_tags = None
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 5, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataResponse_6(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, k = _S_10.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateMetadataResponse', 6, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateMetadataResponse', 6, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 6, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataResponse_7(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, k = _S_10.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateMetadataResponse', 7, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateMetadataResponse', 7, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 7, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_UpdateMetadataResponse_8(buf, p):
-    o = new(UpdateMetadataResponse)
+    end = len(buf)
     try:
-        o.error_code, = _S_2.unpack_from(buf, p)
+        o0 = new(UpdateMetadataResponse)
+        o0.error_code, k = _S_10.unpack_from(buf, p)
         p += 2
-        if buf[p] == 0:
+        if k == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('UpdateMetadataResponse', 8, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('UpdateMetadataResponse', 8, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('UpdateMetadataResponse', 8, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_UpdateMetadataResponse_0(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_1.pack(o.error_code)
 
 def _e_UpdateMetadataResponse_6(o, b, h):
-    b += _S_2.pack(o.error_code)
+    b += _S_1.pack(o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))

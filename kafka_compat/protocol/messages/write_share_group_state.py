@@ -12,14 +12,36 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
-_S_0 = _Struct('>16s')
-_S_1 = _Struct('>iiiq')
-_S_2 = _Struct('>qqbh')
-_S_3 = _Struct('>iiiqi')
-_S_4 = _Struct('>ih')
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
+_S_0 = _Struct('>16sB')
+_S_1 = _Struct('>iiiqB')
+_S_2 = _Struct('>qqbhB')
+_S_3 = _Struct('>iiiqiB')
+_S_4 = _Struct('>16s')
+_S_5 = _Struct('>iiiq')
+_S_6 = _Struct('>qqbh')
+_S_7 = _Struct('>iiiqi')
+_S_8 = _Struct('>ihB')
+_S_9 = _Struct('>ih')
 
 
 class _WriteShareGroupStateRequest_StateBatch(KafkaStruct):
@@ -80,145 +102,32 @@ WriteShareGroupStateRequest.StateBatch = _WriteShareGroupStateRequest_StateBatch
 WriteShareGroupStateRequest.PartitionData = _WriteShareGroupStateRequest_PartitionData
 WriteShareGroupStateRequest.WriteStateData = _WriteShareGroupStateRequest_WriteStateData
 
-def _d_WriteShareGroupStateRequest_StateBatch_0(buf, p):
-    o = new(_WriteShareGroupStateRequest_StateBatch)
-    try:
-        o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S_2.unpack_from(buf, p)
-        p += 19
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteShareGroupStateRequest_PartitionData_0(buf, p):
-    o = new(_WriteShareGroupStateRequest_PartitionData)
-    o.delivery_complete_count = -1
-    try:
-        o.partition, o.state_epoch, o.leader_epoch, o.start_offset = _S_1.unpack_from(buf, p)
-        p += 20
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null array in StateBatches')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'array StateBatches longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteShareGroupStateRequest_StateBatch_0(buf, p)
-                app(e)
-            o.state_batches = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteShareGroupStateRequest_WriteStateData_0(buf, p):
-    o = new(_WriteShareGroupStateRequest_WriteStateData)
-    try:
-        o.topic_id, = _S_0.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteShareGroupStateRequest_PartitionData_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_WriteShareGroupStateRequest_0(buf, p):
-    o = new(WriteShareGroupStateRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(WriteShareGroupStateRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('WriteShareGroupStateRequest', 0, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -228,176 +137,165 @@ def _d_WriteShareGroupStateRequest_0(buf, p):
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteShareGroupStateRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteShareGroupStateRequest_WriteStateData_0(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_WriteShareGroupStateRequest_WriteStateData)
+                o1.topic_id, k = _S_0.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteShareGroupStateRequest_PartitionData)
+                        o2.delivery_complete_count = -1
+                        o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, k = _S_1.unpack_from(buf, p)
+                        p += 20
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('WriteShareGroupStateRequest', 0, p, 'null array in StateBatches')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'array StateBatches longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_WriteShareGroupStateRequest_StateBatch)
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, k = _S_2.unpack_from(buf, p)
+                                p += 19
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.state_batches = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('WriteShareGroupStateRequest', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('WriteShareGroupStateRequest', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteShareGroupStateRequest_StateBatch_1(buf, p):
-    o = new(_WriteShareGroupStateRequest_StateBatch)
-    try:
-        o.first_offset, o.last_offset, o.delivery_state, o.delivery_count = _S_2.unpack_from(buf, p)
-        p += 19
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteShareGroupStateRequest_PartitionData_1(buf, p):
-    o = new(_WriteShareGroupStateRequest_PartitionData)
-    try:
-        o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count = _S_3.unpack_from(buf, p)
-        p += 24
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null array in StateBatches')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'array StateBatches longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteShareGroupStateRequest_StateBatch_1(buf, p)
-                app(e)
-            o.state_batches = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteShareGroupStateRequest_WriteStateData_1(buf, p):
-    o = new(_WriteShareGroupStateRequest_WriteStateData)
-    try:
-        o.topic_id, = _S_0.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteShareGroupStateRequest_PartitionData_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_WriteShareGroupStateRequest_1(buf, p):
-    o = new(WriteShareGroupStateRequest)
+    end = len(buf)
     try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null string in GroupId')
-        else:
-            q = p + n
-            if q > len(buf):
+        o0 = new(WriteShareGroupStateRequest)
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
                 raise DecodeError('WriteShareGroupStateRequest', 1, p, 'GroupId runs past the frame')
-            o.group_id = str(buf[p:q], 'utf-8')
+            o0.group_id = str(buf[p + 1:q], 'utf-8')
             p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null string in GroupId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'GroupId runs past the frame')
+                o0.group_id = str(buf[p:q], 'utf-8')
+                p = q
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -407,40 +305,140 @@ def _d_WriteShareGroupStateRequest_1(buf, p):
         if n < 0:
             raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null array in Topics')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteShareGroupStateRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteShareGroupStateRequest_WriteStateData_1(buf, p)
-                app(e)
-            o.topics = lst
+                o1 = new(_WriteShareGroupStateRequest_WriteStateData)
+                o1.topic_id, k = _S_0.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteShareGroupStateRequest_PartitionData)
+                        o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, k = _S_3.unpack_from(buf, p)
+                        p += 24
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('WriteShareGroupStateRequest', 1, p, 'null array in StateBatches')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'array StateBatches longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_WriteShareGroupStateRequest_StateBatch)
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, k = _S_2.unpack_from(buf, p)
+                                p += 19
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.state_batches = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('WriteShareGroupStateRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('WriteShareGroupStateRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_WriteShareGroupStateRequest_StateBatch_0(o, b, h):
-    b += _S_2.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
+    b += _S_6.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -448,7 +446,7 @@ def _e_WriteShareGroupStateRequest_StateBatch_0(o, b, h):
         b.append(0)
 
 def _e_WriteShareGroupStateRequest_PartitionData_0(o, b, h):
-    b += _S_1.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset)
+    b += _S_5.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset)
     lst = o.state_batches
     n = len(lst) + 1
     if n < 128:
@@ -464,7 +462,7 @@ def _e_WriteShareGroupStateRequest_PartitionData_0(o, b, h):
         b.append(0)
 
 def _e_WriteShareGroupStateRequest_WriteStateData_0(o, b, h):
-    b += _S_0.pack(o.topic_id)
+    b += _S_4.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -503,7 +501,7 @@ def _e_WriteShareGroupStateRequest_0(o, b, h):
         b.append(0)
 
 def _e_WriteShareGroupStateRequest_PartitionData_1(o, b, h):
-    b += _S_3.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count)
+    b += _S_7.pack(o.partition, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count)
     lst = o.state_batches
     n = len(lst) + 1
     if n < 128:
@@ -519,7 +517,7 @@ def _e_WriteShareGroupStateRequest_PartitionData_1(o, b, h):
         b.append(0)
 
 def _e_WriteShareGroupStateRequest_WriteStateData_1(o, b, h):
-    b += _S_0.pack(o.topic_id)
+    b += _S_4.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:
@@ -601,98 +599,10 @@ class WriteShareGroupStateResponse(KafkaMessage):
 WriteShareGroupStateResponse.PartitionResult = _WriteShareGroupStateResponse_PartitionResult
 WriteShareGroupStateResponse.WriteStateResult = _WriteShareGroupStateResponse_WriteStateResult
 
-def _d_WriteShareGroupStateResponse_PartitionResult_0(buf, p):
-    o = new(_WriteShareGroupStateResponse_PartitionResult)
-    try:
-        o.partition, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('WriteShareGroupStateResponse', 0, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteShareGroupStateResponse_WriteStateResult_0(buf, p):
-    o = new(_WriteShareGroupStateResponse_WriteStateResult)
-    try:
-        o.topic_id, = _S_0.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteShareGroupStateResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteShareGroupStateResponse_PartitionResult_0(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_WriteShareGroupStateResponse_0(buf, p):
-    o = new(WriteShareGroupStateResponse)
+    end = len(buf)
     try:
+        o0 = new(WriteShareGroupStateResponse)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -702,130 +612,124 @@ def _d_WriteShareGroupStateResponse_0(buf, p):
         if n < 0:
             raise DecodeError('WriteShareGroupStateResponse', 0, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteShareGroupStateResponse', 0, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteShareGroupStateResponse_WriteStateResult_0(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_WriteShareGroupStateResponse_WriteStateResult)
+                o1.topic_id, k = _S_0.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteShareGroupStateResponse', 0, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteShareGroupStateResponse_PartitionResult)
+                        o2.partition, o2.error_code, k = _S_8.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('WriteShareGroupStateResponse', 0, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('WriteShareGroupStateResponse', 0, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('WriteShareGroupStateResponse', 0, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteShareGroupStateResponse_PartitionResult_1(buf, p):
-    o = new(_WriteShareGroupStateResponse_PartitionResult)
-    try:
-        o.partition, o.error_code = _S_4.unpack_from(buf, p)
-        p += 6
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            o.error_message = None
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('WriteShareGroupStateResponse', 1, p, 'ErrorMessage runs past the frame')
-            o.error_message = str(buf[p:q], 'utf-8')
-            p = q
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteShareGroupStateResponse_WriteStateResult_1(buf, p):
-    o = new(_WriteShareGroupStateResponse_WriteStateResult)
-    try:
-        o.topic_id, = _S_0.unpack_from(buf, p)
-        p += 16
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteShareGroupStateResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteShareGroupStateResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteShareGroupStateResponse_PartitionResult_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteShareGroupStateResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_WriteShareGroupStateResponse_1(buf, p):
-    o = new(WriteShareGroupStateResponse)
+    end = len(buf)
     try:
+        o0 = new(WriteShareGroupStateResponse)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -835,40 +739,122 @@ def _d_WriteShareGroupStateResponse_1(buf, p):
         if n < 0:
             raise DecodeError('WriteShareGroupStateResponse', 1, p, 'null array in Results')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteShareGroupStateResponse', 1, p, 'array Results longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteShareGroupStateResponse_WriteStateResult_1(buf, p)
-                app(e)
-            o.results = lst
+                o1 = new(_WriteShareGroupStateResponse_WriteStateResult)
+                o1.topic_id, k = _S_0.unpack_from(buf, p)
+                p += 16
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'null array in Partitions')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteShareGroupStateResponse', 1, p, 'array Partitions longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteShareGroupStateResponse_PartitionResult)
+                        o2.partition, o2.error_code, k = _S_8.unpack_from(buf, p)
+                        p += 6
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('WriteShareGroupStateResponse', 1, p, 'ErrorMessage runs past the frame')
+                            o2.error_message = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                o2.error_message = None
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'ErrorMessage runs past the frame')
+                                o2.error_message = str(buf[p:q], 'utf-8')
+                                p = q
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partitions = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.results = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('WriteShareGroupStateResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('WriteShareGroupStateResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('WriteShareGroupStateResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_WriteShareGroupStateResponse_PartitionResult_0(o, b, h):
-    b += _S_4.pack(o.partition, o.error_code)
+    b += _S_9.pack(o.partition, o.error_code)
     s = o.error_message
     if s is None:
         b.append(0)
@@ -887,7 +873,7 @@ def _e_WriteShareGroupStateResponse_PartitionResult_0(o, b, h):
         b.append(0)
 
 def _e_WriteShareGroupStateResponse_WriteStateResult_0(o, b, h):
-    b += _S_0.pack(o.topic_id)
+    b += _S_4.pack(o.topic_id)
     lst = o.partitions
     n = len(lst) + 1
     if n < 128:

@@ -12,15 +12,39 @@ from kafka_compat.protocol.primitives import (
     write_uvarint,
     new,
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
-    ARRAY_STRUCTS as _ARRAYS,
+    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
 
+_A_int8 = _ARRAYS['b']
+_A_int16 = _ARRAYS['h']
+_A_uint16 = _ARRAYS['H']
+_A_int32 = _ARRAYS['i']
+_A_uint32 = _ARRAYS['I']
+_A_int64 = _ARRAYS['q']
+_A_float64 = _ARRAYS['d']
+_A_bool = _ARRAYS['?']
+_K_int8 = _COMPACT['b']
+_K_int16 = _COMPACT['h']
+_K_uint16 = _COMPACT['H']
+_K_int32 = _COMPACT['i']
+_K_uint32 = _COMPACT['I']
+_K_int64 = _COMPACT['q']
+_K_float64 = _COMPACT['d']
+_K_bool = _COMPACT['?']
+
 _S_0 = _Struct('>i')
-_S_1 = _Struct('>qh?')
+_S_1 = _Struct('>qh?i')
 _S_2 = _Struct('>h')
-_S_3 = _Struct('>ib')
-_S_4 = _Struct('>q')
-_S_5 = _Struct('>ih')
+_S_3 = _Struct('>qh?B')
+_S_4 = _Struct('>iB')
+_S_5 = _Struct('>ibB')
+_S_6 = _Struct('>qh?')
+_S_7 = _Struct('>ib')
+_S_8 = _Struct('>qi')
+_S_9 = _Struct('>ih')
+_S_10 = _Struct('>qB')
+_S_11 = _Struct('>ihB')
+_S_12 = _Struct('>q')
 
 
 class _WriteTxnMarkersRequest_WritableTxnMarkerTopic(KafkaStruct):
@@ -66,186 +90,72 @@ class WriteTxnMarkersRequest(KafkaMessage):
 WriteTxnMarkersRequest.WritableTxnMarkerTopic = _WriteTxnMarkersRequest_WritableTxnMarkerTopic
 WriteTxnMarkersRequest.WritableTxnMarker = _WriteTxnMarkersRequest_WritableTxnMarker
 
-def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(buf, p):
-    o = new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('WriteTxnMarkersRequest', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 0, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 0, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersRequest_WritableTxnMarker_0(buf, p):
-    o = new(_WriteTxnMarkersRequest_WritableTxnMarker)
-    o.transaction_version = 0
-    try:
-        o.producer_id, o.producer_epoch, o.transaction_result = _S_1.unpack_from(buf, p)
-        p += 11
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 0, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.coordinator_epoch, = _S_0.unpack_from(buf, p)
-        p += 4
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersRequest', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_WriteTxnMarkersRequest_0(buf, p):
-    o = new(WriteTxnMarkersRequest)
+    end = len(buf)
     try:
+        o0 = new(WriteTxnMarkersRequest)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 0, p, 'null array in Markers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteTxnMarkersRequest', 0, p, 'array Markers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteTxnMarkersRequest_WritableTxnMarker_0(buf, p)
-                app(e)
-            o.markers = lst
-        o.unknown_tags = None
+                o1 = new(_WriteTxnMarkersRequest_WritableTxnMarker)
+                o1.transaction_version = 0
+                o1.producer_id, o1.producer_epoch, o1.transaction_result, n = _S_1.unpack_from(buf, p)
+                p += 15
+                if n < 0:
+                    raise DecodeError('WriteTxnMarkersRequest', 0, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteTxnMarkersRequest', 0, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('WriteTxnMarkersRequest', 0, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('WriteTxnMarkersRequest', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('WriteTxnMarkersRequest', 0, p, 'null array in PartitionIndexes')
+                        else:
+                            if n < 64:
+                                o2.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                            else:
+                                if n * 4 > end - p:
+                                    raise DecodeError('WriteTxnMarkersRequest', 0, p, 'array PartitionIndexes longer than the frame')
+                                o2.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                            p += n * 4
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.topics = lst1
+                o1.coordinator_epoch, = _S_0.unpack_from(buf, p)
+                p += 4
+                o1.unknown_tags = None
+                app0(o1)
+            o0.markers = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(buf, p):
-    o = new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf, p):
-    o = new(_WriteTxnMarkersRequest_WritableTxnMarker)
-    o.transaction_version = 0
-    try:
-        o.producer_id, o.producer_epoch, o.transaction_result = _S_1.unpack_from(buf, p)
-        p += 11
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(buf, p)
-                app(e)
-            o.topics = lst
-        o.coordinator_epoch, = _S_0.unpack_from(buf, p)
-        p += 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersRequest', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_WriteTxnMarkersRequest_1(buf, p):
-    o = new(WriteTxnMarkersRequest)
+    end = len(buf)
     try:
+        o0 = new(WriteTxnMarkersRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -255,143 +165,147 @@ def _d_WriteTxnMarkersRequest_1(buf, p):
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null array in Markers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteTxnMarkersRequest', 1, p, 'array Markers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteTxnMarkersRequest_WritableTxnMarker_1(buf, p)
-                app(e)
-            o.markers = lst
+                o1 = new(_WriteTxnMarkersRequest_WritableTxnMarker)
+                o1.transaction_version = 0
+                o1.producer_id, o1.producer_epoch, o1.transaction_result, k = _S_3.unpack_from(buf, p)
+                p += 11
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteTxnMarkersRequest', 1, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partition_indexes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'null array in PartitionIndexes')
+                            else:
+                                if n < 64:
+                                    o2.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('WriteTxnMarkersRequest', 1, p, 'array PartitionIndexes longer than the frame')
+                                    o2.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.coordinator_epoch, k = _S_4.unpack_from(buf, p)
+                p += 4
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.markers = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('WriteTxnMarkersRequest', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('WriteTxnMarkersRequest', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_2(buf, p):
-    o = new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null array in PartitionIndexes')
-        else:
-            if n * 4 > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'array PartitionIndexes longer than the frame')
-            o.partition_indexes = list((_ARRAYS['i'][n] if n < 64 else _Struct('>%di' % n)).unpack_from(buf, p))
-            p += n * 4
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersRequest', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersRequest_WritableTxnMarker_2(buf, p):
-    o = new(_WriteTxnMarkersRequest_WritableTxnMarker)
-    try:
-        o.producer_id, o.producer_epoch, o.transaction_result = _S_1.unpack_from(buf, p)
-        p += 11
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersRequest_WritableTxnMarkerTopic_2(buf, p)
-                app(e)
-            o.topics = lst
-        o.coordinator_epoch, o.transaction_version = _S_3.unpack_from(buf, p)
-        p += 5
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_WriteTxnMarkersRequest_2(buf, p):
-    o = new(WriteTxnMarkersRequest)
+    end = len(buf)
     try:
+        o0 = new(WriteTxnMarkersRequest)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -401,37 +315,141 @@ def _d_WriteTxnMarkersRequest_2(buf, p):
         if n < 0:
             raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null array in Markers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteTxnMarkersRequest', 2, p, 'array Markers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteTxnMarkersRequest_WritableTxnMarker_2(buf, p)
-                app(e)
-            o.markers = lst
+                o1 = new(_WriteTxnMarkersRequest_WritableTxnMarker)
+                o1.producer_id, o1.producer_epoch, o1.transaction_result, k = _S_3.unpack_from(buf, p)
+                p += 11
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteTxnMarkersRequest', 2, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        k = buf[p]
+                        if 0 < k < 65:
+                            o2.partition_indexes = [*_K_int32[k](buf, p + 1)]
+                            p += 4 * k - 3
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'null array in PartitionIndexes')
+                            else:
+                                if n < 64:
+                                    o2.partition_indexes = [*_A_int32[n].unpack_from(buf, p)]
+                                else:
+                                    if n * 4 > end - p:
+                                        raise DecodeError('WriteTxnMarkersRequest', 2, p, 'array PartitionIndexes longer than the frame')
+                                    o2.partition_indexes = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                                p += n * 4
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                o1.coordinator_epoch, o1.transaction_version, k = _S_5.unpack_from(buf, p)
+                p += 5
+                if k == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.markers = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('WriteTxnMarkersRequest', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('WriteTxnMarkersRequest', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersRequest', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(o, b, h):
     s = o.name
@@ -443,7 +461,7 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_0(o, b, h):
     b += _pack('>%di' % len(lst), *lst)
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_0(o, b, h):
-    b += _S_1.pack(o.producer_id, o.producer_epoch, o.transaction_result)
+    b += _S_6.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     lst = o.topics
     b += _S_0.pack(len(lst))
     for e in lst:
@@ -479,7 +497,7 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(o, b, h):
         b.append(0)
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_1(o, b, h):
-    b += _S_1.pack(o.producer_id, o.producer_epoch, o.transaction_result)
+    b += _S_6.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -511,7 +529,7 @@ def _e_WriteTxnMarkersRequest_1(o, b, h):
         b.append(0)
 
 def _e_WriteTxnMarkersRequest_WritableTxnMarker_2(o, b, h):
-    b += _S_1.pack(o.producer_id, o.producer_epoch, o.transaction_result)
+    b += _S_6.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
@@ -520,7 +538,7 @@ def _e_WriteTxnMarkersRequest_WritableTxnMarker_2(o, b, h):
         write_uvarint(b, n)
     for e in lst:
         _e_WriteTxnMarkersRequest_WritableTxnMarkerTopic_1(e, b, h)
-    b += _S_3.pack(o.coordinator_epoch, o.transaction_version)
+    b += _S_7.pack(o.coordinator_epoch, o.transaction_version)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -597,227 +615,73 @@ WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult = _WriteTxnMarkersRespo
 WriteTxnMarkersResponse.WritableTxnMarkerTopicResult = _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult
 WriteTxnMarkersResponse.WritableTxnMarkerResult = _WriteTxnMarkersResponse_WritableTxnMarkerResult
 
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_5.unpack_from(buf, p)
-        p += 6
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
-    try:
-        n, = _S_2.unpack_from(buf, p)
-        p += 2
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 0, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('WriteTxnMarkersResponse', 0, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 0, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 0, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0(buf, p)
-                app(e)
-            o.partitions = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_0(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerResult)
-    try:
-        o.producer_id, = _S_4.unpack_from(buf, p)
-        p += 8
-        n, = _S_0.unpack_from(buf, p)
-        p += 4
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 0, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 0, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0(buf, p)
-                app(e)
-            o.topics = lst
-        o.unknown_tags = None
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 0, p, _reason(e)) from None
-    return o, p
-
 def _d_WriteTxnMarkersResponse_0(buf, p):
-    o = new(WriteTxnMarkersResponse)
+    end = len(buf)
     try:
+        o0 = new(WriteTxnMarkersResponse)
         n, = _S_0.unpack_from(buf, p)
         p += 4
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 0, p, 'null array in Markers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteTxnMarkersResponse', 0, p, 'array Markers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_0(buf, p)
-                app(e)
-            o.markers = lst
-        o.unknown_tags = None
+                o1 = new(_WriteTxnMarkersResponse_WritableTxnMarkerResult)
+                o1.producer_id, n = _S_8.unpack_from(buf, p)
+                p += 12
+                if n < 0:
+                    raise DecodeError('WriteTxnMarkersResponse', 0, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteTxnMarkersResponse', 0, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
+                        n, = _S_2.unpack_from(buf, p)
+                        p += 2
+                        if n < 0:
+                            raise DecodeError('WriteTxnMarkersResponse', 0, p, 'null string in Name')
+                        else:
+                            q = p + n
+                            if q > end:
+                                raise DecodeError('WriteTxnMarkersResponse', 0, p, 'Name runs past the frame')
+                            o2.name = str(buf[p:q], 'utf-8')
+                            p = q
+                        n, = _S_0.unpack_from(buf, p)
+                        p += 4
+                        if n < 0:
+                            raise DecodeError('WriteTxnMarkersResponse', 0, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('WriteTxnMarkersResponse', 0, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                                o3.partition_index, o3.error_code = _S_9.unpack_from(buf, p)
+                                p += 6
+                                o3.unknown_tags = None
+                                app2(o3)
+                            o2.partitions = lst2
+                        o2.unknown_tags = None
+                        app1(o2)
+                    o1.topics = lst1
+                o1.unknown_tags = None
+                app0(o1)
+            o0.markers = lst0
+        o0.unknown_tags = None
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 0, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_5.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerResult)
-    try:
-        o.producer_id, = _S_4.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 1, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_WriteTxnMarkersResponse_1(buf, p):
-    o = new(WriteTxnMarkersResponse)
+    end = len(buf)
     try:
+        o0 = new(WriteTxnMarkersResponse)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -827,174 +691,162 @@ def _d_WriteTxnMarkersResponse_1(buf, p):
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null array in Markers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteTxnMarkersResponse', 1, p, 'array Markers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(buf, p)
-                app(e)
-            o.markers = lst
+                o1 = new(_WriteTxnMarkersResponse_WritableTxnMarkerResult)
+                o1.producer_id, k = _S_10.unpack_from(buf, p)
+                p += 8
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('WriteTxnMarkersResponse', 1, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                                o3.partition_index, o3.error_code, k = _S_11.unpack_from(buf, p)
+                                p += 6
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.markers = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('WriteTxnMarkersResponse', 1, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('WriteTxnMarkersResponse', 1, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 1, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_2(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_5.unpack_from(buf, p)
-        p += 6
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_2(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
-    try:
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null string in Name')
-        else:
-            q = p + n
-            if q > len(buf):
-                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'Name runs past the frame')
-            o.name = str(buf[p:q], 'utf-8')
-            p = q
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null array in Partitions')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'array Partitions longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_2(buf, p)
-                app(e)
-            o.partitions = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 2, p, _reason(e)) from None
-    return o, p
-
-def _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_2(buf, p):
-    o = new(_WriteTxnMarkersResponse_WritableTxnMarkerResult)
-    try:
-        o.producer_id, = _S_4.unpack_from(buf, p)
-        p += 8
-        n = buf[p] - 1
-        if n < 127:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
-        if n < 0:
-            raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null array in Topics')
-        else:
-            if n > len(buf) - p:
-                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'array Topics longer than the frame')
-            lst = []
-            app = lst.append
-            for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_2(buf, p)
-                app(e)
-            o.topics = lst
-        if buf[p] == 0:
-            p += 1
-            o.unknown_tags = None
-        else:
-            n, p = read_uvarint(buf, p)
-            u = None
-            if n:
-                if n > len(buf) - p:
-                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
-                for _ in range(n):
-                    t, p = read_uvarint(buf, p)
-                    s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
-                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
-    except LOW_LEVEL as e:
-        raise DecodeError('WriteTxnMarkersResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _d_WriteTxnMarkersResponse_2(buf, p):
-    o = new(WriteTxnMarkersResponse)
+    end = len(buf)
     try:
+        o0 = new(WriteTxnMarkersResponse)
         n = buf[p] - 1
         if n < 127:
             p += 1
@@ -1004,40 +856,160 @@ def _d_WriteTxnMarkersResponse_2(buf, p):
         if n < 0:
             raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null array in Markers')
         else:
-            if n > len(buf) - p:
+            if n > end - p:
                 raise DecodeError('WriteTxnMarkersResponse', 2, p, 'array Markers longer than the frame')
-            lst = []
-            app = lst.append
+            lst0 = []
+            app0 = lst0.append
             for _ in range(n):
-                e, p = _d_WriteTxnMarkersResponse_WritableTxnMarkerResult_2(buf, p)
-                app(e)
-            o.markers = lst
+                o1 = new(_WriteTxnMarkersResponse_WritableTxnMarkerResult)
+                o1.producer_id, k = _S_10.unpack_from(buf, p)
+                p += 8
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null array in Topics')
+                else:
+                    if n > end - p:
+                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'array Topics longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
+                        k = buf[p]
+                        if 0 < k < 128:
+                            q = p + k
+                            if q > end:
+                                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'Name runs past the frame')
+                            o2.name = str(buf[p + 1:q], 'utf-8')
+                            p = q
+                        else:
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null string in Name')
+                            else:
+                                q = p + n
+                                if q > end:
+                                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'Name runs past the frame')
+                                o2.name = str(buf[p:q], 'utf-8')
+                                p = q
+                        n = buf[p] - 1
+                        if n < 127:
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('WriteTxnMarkersResponse', 2, p, 'null array in Partitions')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'array Partitions longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                o3 = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                                o3.partition_index, o3.error_code, k = _S_11.unpack_from(buf, p)
+                                p += 6
+                                if k == 0:
+                                    p += 1
+                                    o3.unknown_tags = None
+                                else:
+                                    n, p = read_uvarint(buf, p)
+                                    u3 = None
+                                    if n:
+                                        if n > end - p:
+                                            raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
+                                        for _ in range(n):
+                                            t3, p = read_uvarint(buf, p)
+                                            s, p = read_uvarint(buf, p)
+                                            q3 = p + s
+                                            if q3 > end:
+                                                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
+                                            if u3 is None:
+                                                u3 = []
+                                            u3.append((t3, bytes(buf[p:q3])))
+                                            p = q3
+                                    o3.unknown_tags = u3
+                                app2(o3)
+                            o2.partitions = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.topics = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.markers = lst0
         if buf[p] == 0:
             p += 1
-            o.unknown_tags = None
+            o0.unknown_tags = None
         else:
             n, p = read_uvarint(buf, p)
-            u = None
+            u0 = None
             if n:
-                if n > len(buf) - p:
+                if n > end - p:
                     raise DecodeError('WriteTxnMarkersResponse', 2, p, 'more tagged fields than bytes')
                 for _ in range(n):
-                    t, p = read_uvarint(buf, p)
+                    t0, p = read_uvarint(buf, p)
                     s, p = read_uvarint(buf, p)
-                    q = p + s
-                    if q > len(buf):
+                    q0 = p + s
+                    if q0 > end:
                         raise DecodeError('WriteTxnMarkersResponse', 2, p, 'tagged field runs past the frame')
-                    if u is None:
-                        u = []
-                    u.append((t, bytes(buf[p:q])))
-                    p = q
-            o.unknown_tags = u
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
     except LOW_LEVEL as e:
         raise DecodeError('WriteTxnMarkersResponse', 2, p, _reason(e)) from None
-    return o, p
+    return o0, p
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0(o, b, h):
-    b += _S_5.pack(o.partition_index, o.error_code)
+    b += _S_9.pack(o.partition_index, o.error_code)
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0(o, b, h):
     s = o.name
@@ -1050,7 +1022,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_0(o, b, h):
         _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0(e, b, h)
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_0(o, b, h):
-    b += _S_4.pack(o.producer_id)
+    b += _S_12.pack(o.producer_id)
     lst = o.topics
     b += _S_0.pack(len(lst))
     for e in lst:
@@ -1063,7 +1035,7 @@ def _e_WriteTxnMarkersResponse_0(o, b, h):
         _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_0(e, b, h)
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(o, b, h):
-    b += _S_5.pack(o.partition_index, o.error_code)
+    b += _S_9.pack(o.partition_index, o.error_code)
     u = o.unknown_tags
     if u:
         _write_tags(b, sorted(u))
@@ -1094,7 +1066,7 @@ def _e_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_1(o, b, h):
         b.append(0)
 
 def _e_WriteTxnMarkersResponse_WritableTxnMarkerResult_1(o, b, h):
-    b += _S_4.pack(o.producer_id)
+    b += _S_12.pack(o.producer_id)
     lst = o.topics
     n = len(lst) + 1
     if n < 128:
