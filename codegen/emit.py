@@ -289,6 +289,30 @@ class MessageEmitter:
     def dec_length(self, c: Code, f: Field, v: int, wide: bool, peeked: bool = False) -> None:
         """Read a length/count into `n`: -1 means null."""
         if self.flexible(f, v):
+            if f.type in ("bytes", "records") and not f.is_array:
+                # Record batches run to kilobytes: their lengths take two or three bytes.
+                if not peeked:
+                    c("k = buf[p]")
+                c("if k < 128:")
+                with c.indent():
+                    c("n = k - 1")
+                    c("p += 1")
+                c("else:")
+                with c.indent():
+                    c("j = buf[p + 1]")
+                    c("if j < 128:")
+                    with c.indent():
+                        c("n = (k & 127 | j << 7) - 1")
+                        c("p += 2")
+                    c("elif buf[p + 2] < 128:")
+                    with c.indent():
+                        c("n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1")
+                        c("p += 3")
+                    c("else:")
+                    with c.indent():
+                        c("n, p = read_uvarint(buf, p)")
+                        c("n -= 1")
+                return
             if peeked:
                 c("if k < 128:")
                 with c.indent():

@@ -12,6 +12,7 @@ import pytest
 
 from kafka_compat.protocol.messages import APIS
 from kafka_compat.protocol.messages.fetch import FetchResponse
+from kafka_compat.protocol.messages.metadata import MetadataResponse
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.primitives import DecodeError
 
@@ -134,3 +135,70 @@ def test_fetch_response_records_can_stay_out_of_the_buffer():
     assert b[pos - 2:pos] == bytes([(1001 & 0x7F) | 0x80, 1001 >> 7])
     with pytest.raises(TypeError):
         resp.encode(12)
+
+
+def _python_calls(fn) -> int:
+    """How many Python-level functions `fn` calls (builtins not counted)."""
+    calls = 0
+
+    def profile(frame, event, arg):
+        nonlocal calls
+        if event == "call":
+            calls += 1
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _produce_frame(partitions: int, batch: bytes) -> bytes:
+    return ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=i, records=batch)
+                                  for i in range(partitions)])]).encode(9)
+
+
+def _metadata_frame(partitions: int) -> bytes:
+    parts = [MetadataResponse.MetadataResponsePartition(partition_index=i, replica_nodes=[0, 1, 2],
+                                                        isr_nodes=[0, 1]) for i in range(partitions)]
+    return MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(name="t", partitions=parts)]).encode(12)
+
+
+def test_array_elements_decode_inline_without_a_call_each():
+    """The structs of an array are decoded in the loop that reads it: no function call per element."""
+    batch = bytes(20000)                   # a three-byte compact length, read inline too
+    few, many = _produce_frame(1, batch), _produce_frame(40, batch)
+    assert _python_calls(lambda: ProduceRequest.decode(few, 9)) == \
+        _python_calls(lambda: ProduceRequest.decode(many, 9))
+    few, many = _metadata_frame(1), _metadata_frame(120)   # counts under 127: one-byte lengths
+    assert _python_calls(lambda: MetadataResponse.decode(few, 12)) == \
+        _python_calls(lambda: MetadataResponse.decode(many, 12))
+
+
+@pytest.mark.parametrize("size", [0, 126, 127, 16384, 2 ** 21 + 5])
+def test_records_lengths_of_every_varint_width(size):
+    """Compact lengths of one to four bytes, on both sides of each fast path."""
+    batch = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    frame = _produce_frame(2, batch)
+    back, end = ProduceRequest.decode(frame, 9)
+    assert end == len(frame)
+    assert [bytes(p.records) for p in back.topic_data[0].partition_data] == [batch, batch]
+    assert back.encode(9) == frame
+
+
+@pytest.mark.parametrize("count", [0, 1, 63, 64, 65, 200])
+def test_long_int_arrays_and_strings_take_the_general_path(count):
+    """Past the one-byte fast path (an array of 64+ ints, a string of 127+ bytes) the result is the same."""
+    name = "n" * (count * 2)
+    resp = MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(
+        name=name, partitions=[MetadataResponse.MetadataResponsePartition(
+            partition_index=7, replica_nodes=list(range(count)), isr_nodes=list(range(count, 0, -1)),
+            offline_replicas=[-1] * count)])])
+    frame = resp.encode(12)
+    back, end = MetadataResponse.decode(frame, 12)
+    assert end == len(frame) and back == resp
+    part = back.topics[0].partitions[0]
+    assert part.replica_nodes == list(range(count)) and back.topics[0].name == name
+    with pytest.raises(DecodeError):
+        MetadataResponse.decode(frame[:-3], 12)

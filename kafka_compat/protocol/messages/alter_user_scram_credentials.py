@@ -193,8 +193,16 @@ def _d_AlterUserScramCredentialsRequest_0(buf, p):
                     n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null bytes in Salt')
                 else:
@@ -203,12 +211,21 @@ def _d_AlterUserScramCredentialsRequest_0(buf, p):
                         raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'Salt runs past the frame')
                     o1.salt = bytes(buf[p:q])
                     p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('AlterUserScramCredentialsRequest', 0, p, 'null bytes in SaltedPassword')
                 else:

@@ -1038,8 +1038,16 @@ def _d_GroupMetadataValue_4(buf, p):
                     n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('GroupMetadataValue', 4, p, 'null bytes in subscription')
                 else:
@@ -1048,12 +1056,21 @@ def _d_GroupMetadataValue_4(buf, p):
                         raise DecodeError('GroupMetadataValue', 4, p, 'subscription runs past the frame')
                     o1.subscription = bytes(buf[p:q])
                     p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('GroupMetadataValue', 4, p, 'null bytes in assignment')
                 else:

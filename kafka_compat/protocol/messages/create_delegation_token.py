@@ -739,12 +739,21 @@ def _d_CreateDelegationTokenResponse_2(buf, p):
                     raise DecodeError('CreateDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
                 o0.token_id = str(buf[p:q], 'utf-8')
                 p = q
-        n = buf[p] - 1
-        if n < 127:
+        k = buf[p]
+        if k < 128:
+            n = k - 1
             p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
+            j = buf[p + 1]
+            if j < 128:
+                n = (k & 127 | j << 7) - 1
+                p += 2
+            elif buf[p + 2] < 128:
+                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                p += 3
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 2, p, 'null bytes in Hmac')
         else:
@@ -895,12 +904,21 @@ def _d_CreateDelegationTokenResponse_3(buf, p):
                     raise DecodeError('CreateDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
                 o0.token_id = str(buf[p:q], 'utf-8')
                 p = q
-        n = buf[p] - 1
-        if n < 127:
+        k = buf[p]
+        if k < 128:
+            n = k - 1
             p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
+            j = buf[p + 1]
+            if j < 128:
+                n = (k & 127 | j << 7) - 1
+                p += 2
+            elif buf[p + 2] < 128:
+                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                p += 3
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
         if n < 0:
             raise DecodeError('CreateDelegationTokenResponse', 3, p, 'null bytes in Hmac')
         else:

@@ -778,12 +778,21 @@ def _d_DescribeDelegationTokenResponse_2(buf, p):
                             raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'TokenId runs past the frame')
                         o1.token_id = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('DescribeDelegationTokenResponse', 2, p, 'null bytes in Hmac')
                 else:
@@ -1053,12 +1062,21 @@ def _d_DescribeDelegationTokenResponse_3(buf, p):
                             raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'TokenId runs past the frame')
                         o1.token_id = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('DescribeDelegationTokenResponse', 3, p, 'null bytes in Hmac')
                 else:

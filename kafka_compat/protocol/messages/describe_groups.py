@@ -1328,12 +1328,21 @@ def _d_DescribeGroupsResponse_5(buf, p):
                                     raise DecodeError('DescribeGroupsResponse', 5, p, 'ClientHost runs past the frame')
                                 o2.client_host = str(buf[p:q], 'utf-8')
                                 p = q
-                        n = buf[p] - 1
-                        if n < 127:
+                        k = buf[p]
+                        if k < 128:
+                            n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             raise DecodeError('DescribeGroupsResponse', 5, p, 'null bytes in MemberMetadata')
                         else:
@@ -1342,12 +1351,21 @@ def _d_DescribeGroupsResponse_5(buf, p):
                                 raise DecodeError('DescribeGroupsResponse', 5, p, 'MemberMetadata runs past the frame')
                             o2.member_metadata = bytes(buf[p:q])
                             p = q
-                        n = buf[p] - 1
-                        if n < 127:
+                        k = buf[p]
+                        if k < 128:
+                            n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             raise DecodeError('DescribeGroupsResponse', 5, p, 'null bytes in MemberAssignment')
                         else:
@@ -1661,12 +1679,21 @@ def _d_DescribeGroupsResponse_6(buf, p):
                                     raise DecodeError('DescribeGroupsResponse', 6, p, 'ClientHost runs past the frame')
                                 o2.client_host = str(buf[p:q], 'utf-8')
                                 p = q
-                        n = buf[p] - 1
-                        if n < 127:
+                        k = buf[p]
+                        if k < 128:
+                            n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             raise DecodeError('DescribeGroupsResponse', 6, p, 'null bytes in MemberMetadata')
                         else:
@@ -1675,12 +1702,21 @@ def _d_DescribeGroupsResponse_6(buf, p):
                                 raise DecodeError('DescribeGroupsResponse', 6, p, 'MemberMetadata runs past the frame')
                             o2.member_metadata = bytes(buf[p:q])
                             p = q
-                        n = buf[p] - 1
-                        if n < 127:
+                        k = buf[p]
+                        if k < 128:
+                            n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             raise DecodeError('DescribeGroupsResponse', 6, p, 'null bytes in MemberAssignment')
                         else:

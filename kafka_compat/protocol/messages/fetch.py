@@ -4548,8 +4548,16 @@ def _d_FetchResponse_12(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -4819,8 +4827,16 @@ def _d_FetchResponse_13(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -5090,8 +5106,16 @@ def _d_FetchResponse_14(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -5361,8 +5385,16 @@ def _d_FetchResponse_15(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -5632,8 +5664,16 @@ def _d_FetchResponse_16(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -5997,8 +6037,16 @@ def _d_FetchResponse_17(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -6362,8 +6410,16 @@ def _d_FetchResponse_18(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:

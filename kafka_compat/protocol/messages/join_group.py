@@ -672,12 +672,21 @@ def _d_JoinGroupRequest_6(buf, p):
                             raise DecodeError('JoinGroupRequest', 6, p, 'Name runs past the frame')
                         o1.name = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('JoinGroupRequest', 6, p, 'null bytes in Metadata')
                 else:
@@ -863,12 +872,21 @@ def _d_JoinGroupRequest_7(buf, p):
                             raise DecodeError('JoinGroupRequest', 7, p, 'Name runs past the frame')
                         o1.name = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('JoinGroupRequest', 7, p, 'null bytes in Metadata')
                 else:
@@ -1053,12 +1071,21 @@ def _d_JoinGroupRequest_8(buf, p):
                             raise DecodeError('JoinGroupRequest', 8, p, 'Name runs past the frame')
                         o1.name = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('JoinGroupRequest', 8, p, 'null bytes in Metadata')
                 else:
@@ -1265,12 +1292,21 @@ def _d_JoinGroupRequest_9(buf, p):
                             raise DecodeError('JoinGroupRequest', 9, p, 'Name runs past the frame')
                         o1.name = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('JoinGroupRequest', 9, p, 'null bytes in Metadata')
                 else:
@@ -2194,12 +2230,21 @@ def _d_JoinGroupResponse_6(buf, p):
                             raise DecodeError('JoinGroupResponse', 6, p, 'GroupInstanceId runs past the frame')
                         o1.group_instance_id = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('JoinGroupResponse', 6, p, 'null bytes in Metadata')
                 else:
@@ -2407,12 +2452,21 @@ def _d_JoinGroupResponse_7(buf, p):
                             raise DecodeError('JoinGroupResponse', 7, p, 'GroupInstanceId runs past the frame')
                         o1.group_instance_id = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('JoinGroupResponse', 7, p, 'null bytes in Metadata')
                 else:
@@ -2620,12 +2674,21 @@ def _d_JoinGroupResponse_8(buf, p):
                             raise DecodeError('JoinGroupResponse', 8, p, 'GroupInstanceId runs past the frame')
                         o1.group_instance_id = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('JoinGroupResponse', 8, p, 'null bytes in Metadata')
                 else:
@@ -2833,12 +2896,21 @@ def _d_JoinGroupResponse_9(buf, p):
                             raise DecodeError('JoinGroupResponse', 9, p, 'GroupInstanceId runs past the frame')
                         o1.group_instance_id = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('JoinGroupResponse', 9, p, 'null bytes in Metadata')
                 else:

@@ -765,8 +765,16 @@ def _d_ProduceRequest_9(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -930,8 +938,16 @@ def _d_ProduceRequest_10(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -1095,8 +1111,16 @@ def _d_ProduceRequest_11(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -1260,8 +1284,16 @@ def _d_ProduceRequest_12(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -1405,8 +1437,16 @@ def _d_ProduceRequest_13(buf, p):
                             n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:

@@ -67,8 +67,16 @@ def _d_PushTelemetryRequest_0(buf, p):
             n = k - 1
             p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
+            j = buf[p + 1]
+            if j < 128:
+                n = (k & 127 | j << 7) - 1
+                p += 2
+            elif buf[p + 2] < 128:
+                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                p += 3
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
         if n < 0:
             raise DecodeError('PushTelemetryRequest', 0, p, 'null bytes in Metrics')
         else:

@@ -101,12 +101,21 @@ def _d_RenewDelegationTokenRequest_2(buf, p):
     end = len(buf)
     try:
         o0 = new(RenewDelegationTokenRequest)
-        n = buf[p] - 1
-        if n < 127:
+        k = buf[p]
+        if k < 128:
+            n = k - 1
             p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
+            j = buf[p + 1]
+            if j < 128:
+                n = (k & 127 | j << 7) - 1
+                p += 2
+            elif buf[p + 2] < 128:
+                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                p += 3
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
         if n < 0:
             raise DecodeError('RenewDelegationTokenRequest', 2, p, 'null bytes in Hmac')
         else:

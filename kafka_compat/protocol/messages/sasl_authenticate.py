@@ -97,12 +97,21 @@ def _d_SaslAuthenticateRequest_2(buf, p):
     end = len(buf)
     try:
         o0 = new(SaslAuthenticateRequest)
-        n = buf[p] - 1
-        if n < 127:
+        k = buf[p]
+        if k < 128:
+            n = k - 1
             p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
+            j = buf[p + 1]
+            if j < 128:
+                n = (k & 127 | j << 7) - 1
+                p += 2
+            elif buf[p + 2] < 128:
+                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                p += 3
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
         if n < 0:
             raise DecodeError('SaslAuthenticateRequest', 2, p, 'null bytes in AuthBytes')
         else:
@@ -264,12 +273,21 @@ def _d_SaslAuthenticateResponse_2(buf, p):
                     raise DecodeError('SaslAuthenticateResponse', 2, p, 'ErrorMessage runs past the frame')
                 o0.error_message = str(buf[p:q], 'utf-8')
                 p = q
-        n = buf[p] - 1
-        if n < 127:
+        k = buf[p]
+        if k < 128:
+            n = k - 1
             p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
+            j = buf[p + 1]
+            if j < 128:
+                n = (k & 127 | j << 7) - 1
+                p += 2
+            elif buf[p + 2] < 128:
+                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                p += 3
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
         if n < 0:
             raise DecodeError('SaslAuthenticateResponse', 2, p, 'null bytes in AuthBytes')
         else:

@@ -1403,12 +1403,21 @@ def _d_ShareFetchResponse_0(buf, p):
                                     p = q3
                             o3.unknown_tags = u3
                         o2.current_leader = o3
-                        n = buf[p] - 1
-                        if n < 127:
+                        k = buf[p]
+                        if k < 128:
+                            n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             o2.records = None
                         else:
@@ -1738,12 +1747,21 @@ def _d_ShareFetchResponse_1(buf, p):
                                     p = q3
                             o3.unknown_tags = u3
                         o2.current_leader = o3
-                        n = buf[p] - 1
-                        if n < 127:
+                        k = buf[p]
+                        if k < 128:
+                            n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             raise DecodeError('ShareFetchResponse', 1, p, 'null records in Records')
                         else:
@@ -2073,12 +2091,21 @@ def _d_ShareFetchResponse_2(buf, p):
                                     p = q3
                             o3.unknown_tags = u3
                         o2.current_leader = o3
-                        n = buf[p] - 1
-                        if n < 127:
+                        k = buf[p]
+                        if k < 128:
+                            n = k - 1
                             p += 1
                         else:
-                            n, p = read_uvarint(buf, p)
-                            n -= 1
+                            j = buf[p + 1]
+                            if j < 128:
+                                n = (k & 127 | j << 7) - 1
+                                p += 2
+                            elif buf[p + 2] < 128:
+                                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                p += 3
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
                         if n < 0:
                             raise DecodeError('ShareFetchResponse', 2, p, 'null records in Records')
                         else:

@@ -457,12 +457,21 @@ def _d_SyncGroupRequest_4(buf, p):
                             raise DecodeError('SyncGroupRequest', 4, p, 'MemberId runs past the frame')
                         o1.member_id = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('SyncGroupRequest', 4, p, 'null bytes in Assignment')
                 else:
@@ -669,12 +678,21 @@ def _d_SyncGroupRequest_5(buf, p):
                             raise DecodeError('SyncGroupRequest', 5, p, 'MemberId runs past the frame')
                         o1.member_id = str(buf[p:q], 'utf-8')
                         p = q
-                n = buf[p] - 1
-                if n < 127:
+                k = buf[p]
+                if k < 128:
+                    n = k - 1
                     p += 1
                 else:
-                    n, p = read_uvarint(buf, p)
-                    n -= 1
+                    j = buf[p + 1]
+                    if j < 128:
+                        n = (k & 127 | j << 7) - 1
+                        p += 2
+                    elif buf[p + 2] < 128:
+                        n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                        p += 3
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
                 if n < 0:
                     raise DecodeError('SyncGroupRequest', 5, p, 'null bytes in Assignment')
                 else:
@@ -1025,8 +1043,16 @@ def _d_SyncGroupResponse_4(buf, p):
             n = k - 1
             p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
+            j = buf[p + 1]
+            if j < 128:
+                n = (k & 127 | j << 7) - 1
+                p += 2
+            elif buf[p + 2] < 128:
+                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                p += 3
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
         if n < 0:
             raise DecodeError('SyncGroupResponse', 4, p, 'null bytes in Assignment')
         else:
@@ -1108,12 +1134,21 @@ def _d_SyncGroupResponse_5(buf, p):
                     raise DecodeError('SyncGroupResponse', 5, p, 'ProtocolName runs past the frame')
                 o0.protocol_name = str(buf[p:q], 'utf-8')
                 p = q
-        n = buf[p] - 1
-        if n < 127:
+        k = buf[p]
+        if k < 128:
+            n = k - 1
             p += 1
         else:
-            n, p = read_uvarint(buf, p)
-            n -= 1
+            j = buf[p + 1]
+            if j < 128:
+                n = (k & 127 | j << 7) - 1
+                p += 2
+            elif buf[p + 2] < 128:
+                n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                p += 3
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
         if n < 0:
             raise DecodeError('SyncGroupResponse', 5, p, 'null bytes in Assignment')
         else:
