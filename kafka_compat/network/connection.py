@@ -40,6 +40,7 @@ class Connection(asyncio.BufferedProtocol):
         self.task: asyncio.Task | None = None
         self.peer = None
         self.last_active = time.monotonic()
+        self.busy = False               # a request is being answered: not idle
 
     # -- asyncio callbacks
     def connection_made(self, transport):
@@ -100,7 +101,11 @@ class Connection(asyncio.BufferedProtocol):
                 frame = await self.next_frame()
                 if frame is None:
                     return
-                await self.handle_frame(frame)
+                self.busy = True
+                try:
+                    await self.handle_frame(frame)
+                finally:
+                    self.busy = False
                 self.last_active = time.monotonic()
         except asyncio.CancelledError:
             raise

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from base64 import urlsafe_b64encode
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ class Broker:
         from ..group import GroupCoordinator
         self.group_coordinator = GroupCoordinator(self)
         self.started = False
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------ lifecycle
     def _prepare_dirs(self) -> None:
@@ -122,10 +124,14 @@ class Broker:
             self.servers.append(server)
             self.bound.append(Listener(lst.name, lst.host, port))
         self.started = True
+        self._schedule_idle_check()
         log.info("kafka-compat node %d serving %s (cluster %s)", self.node_id,
                  ", ".join(f"{b.name}://{b.host}:{b.port}" for b in self.bound), self.cluster_id)
 
     async def stop(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         for s in self.servers:
             s.close()
         for conn in list(self.connections):
@@ -136,6 +142,28 @@ class Broker:
         await self.group_coordinator.shutdown()
         await self.replicas.shutdown()
         self.started = False
+
+    def _schedule_idle_check(self) -> None:
+        """Close connections silent for connections.max.idle.ms, as Kafka's selector does.
+
+        A connection whose request is still being answered (a long-poll fetch) is
+        not idle: its clock restarts when the response is written.
+        """
+        idle_ms = self.config["connections.max.idle.ms"]
+        if idle_ms is None or idle_ms <= 0:
+            return
+        idle = idle_ms / 1000.0
+        loop = asyncio.get_running_loop()
+
+        def check() -> None:
+            deadline = time.monotonic() - idle
+            for conn in list(self.connections):
+                if conn.last_active < deadline and not conn.queue and not conn.busy:
+                    log.info("closing %s: idle for more than %d ms", conn.peer, idle_ms)
+                    conn.close()
+            self._idle_timer = loop.call_later(min(idle / 4, 30.0), check)
+
+        self._idle_timer = loop.call_later(min(idle / 4, 30.0), check)
 
     # ------------------------------------------------------------ addresses
     def advertised_endpoint(self, listener_name: str | None = None) -> tuple[str, int]:

@@ -1,0 +1,48 @@
+"""connections.max.idle.ms: silent connections are closed, busy ones are not."""
+from __future__ import annotations
+
+import pytest
+
+from kafka_compat.protocol.errors import ErrorCode
+from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
+from kafka_compat.protocol.messages.fetch import FetchRequest
+from kafka_compat.protocol.messages.metadata import MetadataRequest
+from kafka_compat.testing import EmbeddedBroker
+
+from wire import WireClient
+
+IDLE_MS = 400
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with EmbeddedBroker({"num.partitions": 1, "connections.max.idle.ms": IDLE_MS}) as b:
+        yield b
+
+
+def test_a_silent_connection_is_closed_after_the_idle_time(broker):
+    c = WireClient("127.0.0.1", broker.port)
+    try:
+        resp = c.call(18, 3, ApiVersionsRequest(client_software_name="idle", client_software_version="1"))
+        assert resp.error_code == ErrorCode.NONE
+        assert c.is_closed_by_peer(wait=30.0)
+    finally:
+        c.close()
+
+
+def test_a_connection_waiting_in_a_long_poll_is_not_idle(broker):
+    """The fetch waits longer than the idle time; its answer still arrives on the same connection."""
+    c = WireClient("127.0.0.1", broker.port, timeout=30.0)
+    try:
+        c.call(3, 12, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="idle-lp")],
+                                      allow_auto_topic_creation=True))
+        body = FetchRequest(replica_id=-1, max_wait_ms=3 * IDLE_MS, min_bytes=1, max_bytes=1 << 20,
+                            isolation_level=0, session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                                topic="idle-lp", partitions=[FetchRequest.FetchPartition(
+                                    partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+        resp = c.call(1, 12, body)
+        (part,) = resp.responses[0].partitions
+        assert part.error_code == ErrorCode.NONE and part.high_watermark == 0
+        assert c.is_closed_by_peer(wait=30.0)           # and once silent, it is reaped like any other
+    finally:
+        c.close()
