@@ -46,6 +46,7 @@ class EmbeddedBroker:
                 "--log-dirs", os.path.join(self.data_dir, "logs")]
         for k, v in self.overrides.items():
             args += ["-o", f"{k}={v}"]
+        os.makedirs(self.data_dir, exist_ok=True)        # a caller's data_dir need not exist yet
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
