@@ -103,19 +103,21 @@ class Tansu:
 
 
 class Sampler:
-    """CPU seconds and peak RSS of one process over a `with` block (RSS every 50 ms)."""
+    """CPU seconds (total and the kernel's share) and peak RSS of one process over a `with` block
+    (RSS every 50 ms)."""
 
     def __init__(self, pid: int, interval: float = 0.05):
         self.proc = psutil.Process(pid)
         self.interval = interval
         self.peak_rss = 0
         self.cpu_seconds = 0.0
+        self.system_seconds = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def _cpu(self) -> float:
+    def _cpu(self) -> tuple[float, float]:
         t = self.proc.cpu_times()
-        return t.user + t.system
+        return t.user + t.system, t.system
 
     def _sample(self) -> None:
         while True:
@@ -134,7 +136,9 @@ class Sampler:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.cpu_seconds = self._cpu() - self._cpu0
+        total, system = self._cpu()
+        self.cpu_seconds = total - self._cpu0[0]
+        self.system_seconds = system - self._cpu0[1]
 
 
 def wait_quiet(seconds: float = 0.5) -> None:

@@ -148,6 +148,7 @@ def run_broker(contender, scenarios: list[Scenario], values: Values, log) -> dic
                 r["mb_per_s"] = nbytes / seconds / 1e6 if seconds else float("nan")
             r["cpu_s"] = sampler.cpu_seconds
             r["cpu_s_per_gb"] = sampler.cpu_seconds / (nbytes / 1e9) if nbytes else float("nan")
+            r["sys_s_per_gb"] = sampler.system_seconds / (nbytes / 1e9) if nbytes else float("nan")
             r["peak_rss_mb"] = sampler.peak_rss / 1e6
             results[s.name] = r
             log(f"  {contender.name:13s} {s.name:32s} " + summary(r))
@@ -164,7 +165,7 @@ def summary(r: dict) -> str:
         parts.append(f"{r['mb_per_s']:8.1f} MB/s {r['records_per_s']:10.0f} rec/s")
     if "p99_ms" in r:
         parts.append(f"p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms p99.9 {r['p999_ms']:.1f} ms")
-    parts.append(f"cpu {r['cpu_s_per_gb']:.2f} s/GB rss {r['peak_rss_mb']:.0f} MB")
+    parts.append(f"cpu {r['cpu_s_per_gb']:.2f} s/GB (sys {r['sys_s_per_gb']:.2f}) rss {r['peak_rss_mb']:.0f} MB")
     if "missing" in r and (r["missing"] or r.get("duplicates")):
         parts.append(f"LOST {r['missing']} DUP {r.get('duplicates', 0)}")
     return "  ".join(parts)

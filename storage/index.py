@@ -24,6 +24,20 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
 
+def _map(fd: int, length: int) -> mmap.mmap:
+    """Map an index file for random access.
+
+    A new index is a sparse file, and a page fault on a file mapping reads ahead
+    (device read_ahead_kb, 8 MiB on some VMs): the first entry would fill the
+    page cache with megabytes of zeroes for every index, a third of a small
+    segment's own size. Entries are appended a page at a time and looked up by
+    binary search, so one page per fault is all an index ever needs.
+    """
+    mm = mmap.mmap(fd, length)
+    mm.madvise(mmap.MADV_RANDOM)
+    return mm
+
+
 class CorruptIndexError(Exception):
     """An index file is not a valid sparse index; the caller rebuilds it from the log."""
 
@@ -49,7 +63,7 @@ class _Index:
                 os.ftruncate(fd, max_index_size - max_index_size % size)
             self._length = os.fstat(fd).st_size
             if self._length:
-                self._mm = mmap.mmap(fd, self._length)
+                self._mm = _map(fd, self._length)
         finally:
             os.close(fd)
         self.max_entries = self._length // size
@@ -110,7 +124,7 @@ class _Index:
             fd = os.open(self.path, os.O_RDWR)
             try:
                 os.ftruncate(fd, rounded)
-                self._mm = mmap.mmap(fd, rounded) if rounded else None
+                self._mm = _map(fd, rounded) if rounded else None
             finally:
                 os.close(fd)
             if old is not None:
