@@ -11,7 +11,7 @@ rounds), and runs the same workloads against it with confluent-kafka:
                with a count and checksum proving nothing was lost or duplicated
   pagecache    64 KiB records from a 1 GiB topic just written (so in page cache)
   e2e          1,000 records/s for 10 s, consumer with default fetch settings: p50/p99/p99.9
-  scale-*      1,000 partitions; 200 producer connections
+  scale-*      1,000 partitions; 200 producer connections (spread over one client process per core)
 
 The broker's CPU time and peak RSS are sampled with psutil during each scenario.
 Prints a table of medians over rounds and one JSON line per scenario with the
@@ -97,7 +97,7 @@ def prepare(s: Scenario, bootstrap: str):
         workloads.produce(bootstrap, s.topic, (workloads.value(i, s.size) for i in range(s.count)),
                           acks="1", compression="none")
     if s.kind == "connections":
-        return workloads.connect_producers(bootstrap, s.topic, s.params["connections"])
+        return workloads.ProducerFleet(bootstrap, s.topic, s.params["connections"], s.count, s.size)
     return None
 
 
@@ -115,7 +115,7 @@ def run_scenario(s: Scenario, bootstrap: str, values: Values, state) -> tuple[di
                                  s.size)
         return r, r["received"] * s.size
     if s.kind == "connections":
-        r = workloads.produce_many(state, s.topic, values.get(s.count, s.size))
+        r = state.run()
         return r, s.count * s.size
     raise ValueError(s.kind)
 
@@ -141,6 +141,8 @@ def run_broker(contender, scenarios: list[Scenario], values: Values, log) -> dic
                 continue
             finally:
                 contender.end_profile()
+                if hasattr(state, "close"):
+                    state.close()
                 del state
             seconds = r["seconds"]
             if s.kind != "e2e":

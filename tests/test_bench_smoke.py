@@ -22,7 +22,8 @@ def test_bench_help():
 
 def test_bench_minimal_scenario():
     out = subprocess.run([sys.executable, "bench/run.py", "--brokers", "kafka-compat", "--rounds", "1",
-                          "--scale", "0.001", "--only", "produce-1KiB-acks1-none", "consume-1KiB-acks1-none"],
+                          "--scale", "0.001", "--only", "produce-1KiB-acks1-none", "consume-1KiB-acks1-none",
+                          "scale-200-connections"],
                          cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = {d["scenario"]: d for d in map(json.loads, (line for line in out.stdout.splitlines()
@@ -31,3 +32,5 @@ def test_bench_minimal_scenario():
     assert consumed["received"] == 1000 and consumed["missing"] == 0 and consumed["duplicates"] == 0
     assert consumed["checksum_ok"] is True
     assert lines["produce-1KiB-acks1-none"]["kafka-compat"]["mb_per_s"] > 0
+    fleet = lines["scale-200-connections"]["kafka-compat"]   # 200 producers over client processes
+    assert "error" not in fleet and fleet["mb_per_s"] > 0 and fleet["client_processes"] >= 1
