@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import time
 from collections import deque
 
@@ -46,6 +47,7 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport):
         self.transport = transport
         self.peer = transport.get_extra_info("peername")
+        set_buffer_sizes(transport.get_extra_info("socket"), self.broker.config)
         self.broker.connections.add(self)
         self.task = asyncio.get_running_loop().create_task(self.run())
 
@@ -152,6 +154,21 @@ class Connection(asyncio.BufferedProtocol):
                     return
                 await send_slice(loop, self.transport, piece)
         self.write(view[pos:])
+
+
+def set_buffer_sizes(sock, config) -> None:
+    """Kafka's socket.send.buffer.bytes / socket.receive.buffer.bytes on an accepted socket
+    (-1 keeps the OS default, which autotunes)."""
+    if sock is None:
+        return
+    for name, option in (("socket.send.buffer.bytes", socket.SO_SNDBUF),
+                         ("socket.receive.buffer.bytes", socket.SO_RCVBUF)):
+        size = config[name]
+        if size != -1:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, option, size)
+            except OSError as e:       # a value the OS refuses leaves its default in place
+                log.warning("cannot set %s=%d: %s", name, size, e)
 
 
 class _Fd:
