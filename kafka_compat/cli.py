@@ -35,7 +35,9 @@ def build_config(properties: str | None, overrides: list[str]):
 
 
 async def serve(config) -> int:
+    from .network.heap import retain_freed_buffers
     from .server.broker import Broker, BrokerStartError
+    retain_freed_buffers()
     broker = Broker(config)
     try:
         await broker.start()
