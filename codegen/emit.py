@@ -22,6 +22,9 @@ FIXED = {"int8": ("b", 1), "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i",
 # Struct nesting decoded inline in one function; deeper structs get a call.
 MAX_INLINE = 8
 
+# Arrays at least this long try protocol/layouts.py's run decoders first.
+LAYOUT_MIN = 8
+
 RUNTIME = ("DecodeError", "KafkaStruct", "KafkaMessage", "DEFAULT", "ZERO_UUID", "LOW_LEVEL",
            "read_uvarint", "write_uvarint", "new")
 
@@ -406,6 +409,25 @@ class MessageEmitter:
                     lst = f"lst{d}"
                     c(f"{lst} = []")
                     c(f"app{d} = {lst}.append")
+                    layout = self.layout(elem, v) if f.is_struct else None
+                    if layout:
+                        # Long arrays go by runs of one byte layout; the loop body below
+                        # decodes the elements a layout decoder declines.
+                        c(f"r{d} = n")
+                        c(f"while r{d}:")
+                        with c.indent():
+                            c(f"if r{d} >= {LAYOUT_MIN}:")
+                            with c.indent():
+                                c(f"cnt, p = {layout}(buf, p, r{d}, app{d})")
+                                c("if cnt:")
+                                with c.indent():
+                                    c(f"r{d} -= cnt")
+                                    c("continue")
+                            self.dec_nested(c, elem, v, d + 1)
+                            c(f"app{d}(o{d + 1})")
+                            c(f"r{d} -= 1")
+                        c(f"{target} = {lst}")
+                        return
                     c("for _ in range(n):")
                     with c.indent():
                         if f.is_struct:
@@ -454,6 +476,35 @@ class MessageEmitter:
             else:
                 c(f"{target} = bytes(buf[p:q])")
             c("p = q")
+
+    def layout(self, sname: str, v: int) -> str | None:
+        """The ElementLayout of struct `sname` at version `v`, when every field it carries
+        is fixed-width or an array of fixed-width values (see protocol/layouts.py)."""
+        key = ("l", sname, v)
+        if key in self.memo:
+            return self.memo[key]
+        fields = self.fields_of(sname)
+        present = [f for f in fields if v in f.versions and not (f.tag is not None and in_range(f.tagged, v))]
+        spec = []
+        for f in present:
+            if f.flexible_override:
+                return None
+            if f.is_array and f.element in FIXED:
+                spec.append((f.attr, FIXED[f.element][0], True))
+            elif not f.is_array and not f.is_struct and f.type in FIXED:
+                spec.append((f.attr, FIXED[f.type][0], False))
+            else:
+                self.memo[key] = None
+                return None
+        if not spec:
+            self.memo[key] = None
+            return None
+        defaults = {f.attr: self.default_expr(f) for f in fields if f not in present}
+        name = f"_L_{self.cls(sname).lstrip('_')}_{v}"
+        self.memo[key] = name
+        self.pending.append(f"{name} = _ElementLayout({self.cls(sname)}, {spec!r}, {defaults!r}, "
+                            f"{self.m.is_flexible(v)}, globals())\n")
+        return name
 
     def dec_nested(self, c: Code, sname: str, v: int, d: int) -> None:
         """A nested struct into `o{d}`: inline, or past MAX_INLINE levels by a call."""
@@ -694,14 +745,16 @@ class MessageEmitter:
         return self.out.text()
 
 
-def module_prelude(src: str) -> str:
+def module_prelude(src: str, layouts: bool) -> str:
     return (HEADER.format(src=src) +
             "from struct import Struct as _Struct, pack as _pack, unpack_from as _unpack_from\n\n"
             "from kafka_compat.protocol.primitives import (\n"
             + "".join(f"    {n},\n" for n in RUNTIME) +
             "    reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,\n"
             "    ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,\n"
-            ")\n\n"
+            ")\n"
+            + ("from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout\n" if layouts else "")
+            + "\n"
             + "".join(f"_A_{t} = _ARRAYS[{code!r}]\n" for t, (code, _) in FIXED.items() if t != "uuid")
             + "".join(f"_K_{t} = _COMPACT[{code!r}]\n" for t, (code, _) in FIXED.items() if t != "uuid")
             + "\n")
@@ -711,7 +764,8 @@ def emit_module(messages: list[Message], src: str) -> str:
     formats: dict[str, str] = {}
     bodies = [MessageEmitter(m, formats).emit() for m in messages]
     consts = "".join(f"{name} = _Struct({fmt!r})\n" for fmt, name in formats.items())
-    return module_prelude(src) + consts + "\n\n" + "".join(bodies).rstrip() + "\n"
+    layouts = any("_ElementLayout(" in body for body in bodies)
+    return module_prelude(src, layouts) + consts + "\n\n" + "".join(bodies).rstrip() + "\n"
 
 
 def emit_registry(schemas: Schemas) -> str:

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -937,12 +938,19 @@ def _d_AddPartitionsToTxnResponse_0(buf, p):
                         raise DecodeError('AddPartitionsToTxnResponse', 0, p, 'array ResultsByPartition longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
                         o2.partition_index, o2.partition_error_code = _S_8.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.results_by_partition = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -988,12 +996,19 @@ def _d_AddPartitionsToTxnResponse_1(buf, p):
                         raise DecodeError('AddPartitionsToTxnResponse', 1, p, 'array ResultsByPartition longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
                         o2.partition_index, o2.partition_error_code = _S_8.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.results_by_partition = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1039,12 +1054,19 @@ def _d_AddPartitionsToTxnResponse_2(buf, p):
                         raise DecodeError('AddPartitionsToTxnResponse', 2, p, 'array ResultsByPartition longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
                         o2.partition_index, o2.partition_error_code = _S_8.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.results_by_partition = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1112,7 +1134,13 @@ def _d_AddPartitionsToTxnResponse_3(buf, p):
                         raise DecodeError('AddPartitionsToTxnResponse', 3, p, 'array ResultsByPartition longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
                         o2.partition_index, o2.partition_error_code, k = _S_10.unpack_from(buf, p)
                         p += 6
@@ -1137,6 +1165,7 @@ def _d_AddPartitionsToTxnResponse_3(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.results_by_partition = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1278,7 +1307,13 @@ def _d_AddPartitionsToTxnResponse_4(buf, p):
                                 raise DecodeError('AddPartitionsToTxnResponse', 4, p, 'array ResultsByPartition longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_4(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
                                 o3.partition_index, o3.partition_error_code, k = _S_10.unpack_from(buf, p)
                                 p += 6
@@ -1303,6 +1338,7 @@ def _d_AddPartitionsToTxnResponse_4(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.results_by_partition = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1466,7 +1502,13 @@ def _d_AddPartitionsToTxnResponse_5(buf, p):
                                 raise DecodeError('AddPartitionsToTxnResponse', 5, p, 'array ResultsByPartition longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_5(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
                                 o3.partition_index, o3.partition_error_code, k = _S_10.unpack_from(buf, p)
                                 p += 6
@@ -1491,6 +1533,7 @@ def _d_AddPartitionsToTxnResponse_5(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.results_by_partition = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1665,6 +1708,18 @@ def _e_AddPartitionsToTxnResponse_4(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_0 = _ElementLayout(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult, [('partition_index', 'i', False), ('partition_error_code', 'h', False)], {}, False, globals())
+
+_L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_1 = _ElementLayout(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult, [('partition_index', 'i', False), ('partition_error_code', 'h', False)], {}, False, globals())
+
+_L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_2 = _ElementLayout(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult, [('partition_index', 'i', False), ('partition_error_code', 'h', False)], {}, False, globals())
+
+_L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_3 = _ElementLayout(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult, [('partition_index', 'i', False), ('partition_error_code', 'h', False)], {}, True, globals())
+
+_L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_4 = _ElementLayout(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult, [('partition_index', 'i', False), ('partition_error_code', 'h', False)], {}, True, globals())
+
+_L_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_5 = _ElementLayout(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult, [('partition_index', 'i', False), ('partition_error_code', 'h', False)], {}, True, globals())
 
 AddPartitionsToTxnResponse._DEC = {0: _d_AddPartitionsToTxnResponse_0, 1: _d_AddPartitionsToTxnResponse_1, 2: _d_AddPartitionsToTxnResponse_2, 3: _d_AddPartitionsToTxnResponse_3, 4: _d_AddPartitionsToTxnResponse_4, 5: _d_AddPartitionsToTxnResponse_5}
 AddPartitionsToTxnResponse._ENC = {0: _e_AddPartitionsToTxnResponse_0, 1: _e_AddPartitionsToTxnResponse_0, 2: _e_AddPartitionsToTxnResponse_0, 3: _e_AddPartitionsToTxnResponse_3, 4: _e_AddPartitionsToTxnResponse_4, 5: _e_AddPartitionsToTxnResponse_4}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -140,7 +141,13 @@ def _d_AlterPartitionReassignmentsRequest_0(buf, p):
                         raise DecodeError('AlterPartitionReassignmentsRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AlterPartitionReassignmentsRequest_ReassignablePartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AlterPartitionReassignmentsRequest_ReassignablePartition)
                         o2.partition_index, k = _S_0.unpack_from(buf, p)
                         p += 4
@@ -185,6 +192,7 @@ def _d_AlterPartitionReassignmentsRequest_0(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -288,7 +296,13 @@ def _d_AlterPartitionReassignmentsRequest_1(buf, p):
                         raise DecodeError('AlterPartitionReassignmentsRequest', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AlterPartitionReassignmentsRequest_ReassignablePartition_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AlterPartitionReassignmentsRequest_ReassignablePartition)
                         o2.partition_index, k = _S_0.unpack_from(buf, p)
                         p += 4
@@ -333,6 +347,7 @@ def _d_AlterPartitionReassignmentsRequest_1(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -452,6 +467,10 @@ def _e_AlterPartitionReassignmentsRequest_1(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_AlterPartitionReassignmentsRequest_ReassignablePartition_0 = _ElementLayout(_AlterPartitionReassignmentsRequest_ReassignablePartition, [('partition_index', 'i', False), ('replicas', 'i', True)], {}, True, globals())
+
+_L_AlterPartitionReassignmentsRequest_ReassignablePartition_1 = _ElementLayout(_AlterPartitionReassignmentsRequest_ReassignablePartition, [('partition_index', 'i', False), ('replicas', 'i', True)], {}, True, globals())
 
 AlterPartitionReassignmentsRequest._DEC = {0: _d_AlterPartitionReassignmentsRequest_0, 1: _d_AlterPartitionReassignmentsRequest_1}
 AlterPartitionReassignmentsRequest._ENC = {0: _e_AlterPartitionReassignmentsRequest_0, 1: _e_AlterPartitionReassignmentsRequest_1}

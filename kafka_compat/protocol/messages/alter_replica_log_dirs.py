@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -547,12 +548,19 @@ def _d_AlterReplicaLogDirsResponse_0(buf, p):
                         raise DecodeError('AlterReplicaLogDirsResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -596,12 +604,19 @@ def _d_AlterReplicaLogDirsResponse_1(buf, p):
                         raise DecodeError('AlterReplicaLogDirsResponse', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -667,7 +682,13 @@ def _d_AlterReplicaLogDirsResponse_2(buf, p):
                         raise DecodeError('AlterReplicaLogDirsResponse', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
                         o2.partition_index, o2.error_code, k = _S_5.unpack_from(buf, p)
                         p += 6
@@ -692,6 +713,7 @@ def _d_AlterReplicaLogDirsResponse_2(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -805,6 +827,12 @@ def _e_AlterReplicaLogDirsResponse_2(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_0 = _ElementLayout(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_1 = _ElementLayout(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_2 = _ElementLayout(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
 
 AlterReplicaLogDirsResponse._DEC = {0: _d_AlterReplicaLogDirsResponse_0, 1: _d_AlterReplicaLogDirsResponse_1, 2: _d_AlterReplicaLogDirsResponse_2}
 AlterReplicaLogDirsResponse._ENC = {0: _e_AlterReplicaLogDirsResponse_0, 1: _e_AlterReplicaLogDirsResponse_0, 2: _e_AlterReplicaLogDirsResponse_2}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -156,7 +157,13 @@ def _d_AlterShareGroupOffsetsRequest_0(buf, p):
                         raise DecodeError('AlterShareGroupOffsetsRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition)
                         o2.partition_index, o2.start_offset, k = _S_0.unpack_from(buf, p)
                         p += 12
@@ -181,6 +188,7 @@ def _d_AlterShareGroupOffsetsRequest_0(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -281,6 +289,8 @@ def _e_AlterShareGroupOffsetsRequest_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_0 = _ElementLayout(_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition, [('partition_index', 'i', False), ('start_offset', 'q', False)], {}, True, globals())
 
 AlterShareGroupOffsetsRequest._DEC = {0: _d_AlterShareGroupOffsetsRequest_0}
 AlterShareGroupOffsetsRequest._ENC = {0: _e_AlterShareGroupOffsetsRequest_0}

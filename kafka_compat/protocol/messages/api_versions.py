@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -346,12 +347,19 @@ def _d_ApiVersionsResponse_0(buf, p):
                 raise DecodeError('ApiVersionsResponse', 0, p, 'array ApiKeys longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ApiVersionsResponse_ApiVersion_0(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
                 o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
                 p += 6
                 o1.unknown_tags = None
                 app0(o1)
+                r0 -= 1
             o0.api_keys = lst0
         o0.unknown_tags = None
     except LOW_LEVEL as e:
@@ -375,12 +383,19 @@ def _d_ApiVersionsResponse_1(buf, p):
                 raise DecodeError('ApiVersionsResponse', 1, p, 'array ApiKeys longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ApiVersionsResponse_ApiVersion_1(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
                 o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
                 p += 6
                 o1.unknown_tags = None
                 app0(o1)
+                r0 -= 1
             o0.api_keys = lst0
         o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
@@ -406,12 +421,19 @@ def _d_ApiVersionsResponse_2(buf, p):
                 raise DecodeError('ApiVersionsResponse', 2, p, 'array ApiKeys longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ApiVersionsResponse_ApiVersion_2(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
                 o1.api_key, o1.min_version, o1.max_version = _S_1.unpack_from(buf, p)
                 p += 6
                 o1.unknown_tags = None
                 app0(o1)
+                r0 -= 1
             o0.api_keys = lst0
         o0.throttle_time_ms, = _S_2.unpack_from(buf, p)
         p += 4
@@ -443,7 +465,13 @@ def _d_ApiVersionsResponse_3(buf, p):
                 raise DecodeError('ApiVersionsResponse', 3, p, 'array ApiKeys longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ApiVersionsResponse_ApiVersion_3(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
                 o1.api_key, o1.min_version, o1.max_version, k = _S_4.unpack_from(buf, p)
                 p += 6
@@ -468,6 +496,7 @@ def _d_ApiVersionsResponse_3(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.api_keys = lst0
         o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
@@ -685,7 +714,13 @@ def _d_ApiVersionsResponse_4(buf, p):
                 raise DecodeError('ApiVersionsResponse', 4, p, 'array ApiKeys longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ApiVersionsResponse_ApiVersion_4(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ApiVersionsResponse_ApiVersion)
                 o1.api_key, o1.min_version, o1.max_version, k = _S_4.unpack_from(buf, p)
                 p += 6
@@ -710,6 +745,7 @@ def _d_ApiVersionsResponse_4(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.api_keys = lst0
         o0.throttle_time_ms, k = _S_5.unpack_from(buf, p)
         p += 4
@@ -1013,6 +1049,16 @@ def _e_ApiVersionsResponse_3(o, b, h):
         tg.extend(u)
         tg.sort(key=_first)
     _write_tags(b, tg)
+
+_L_ApiVersionsResponse_ApiVersion_0 = _ElementLayout(_ApiVersionsResponse_ApiVersion, [('api_key', 'h', False), ('min_version', 'h', False), ('max_version', 'h', False)], {}, False, globals())
+
+_L_ApiVersionsResponse_ApiVersion_1 = _ElementLayout(_ApiVersionsResponse_ApiVersion, [('api_key', 'h', False), ('min_version', 'h', False), ('max_version', 'h', False)], {}, False, globals())
+
+_L_ApiVersionsResponse_ApiVersion_2 = _ElementLayout(_ApiVersionsResponse_ApiVersion, [('api_key', 'h', False), ('min_version', 'h', False), ('max_version', 'h', False)], {}, False, globals())
+
+_L_ApiVersionsResponse_ApiVersion_3 = _ElementLayout(_ApiVersionsResponse_ApiVersion, [('api_key', 'h', False), ('min_version', 'h', False), ('max_version', 'h', False)], {}, True, globals())
+
+_L_ApiVersionsResponse_ApiVersion_4 = _ElementLayout(_ApiVersionsResponse_ApiVersion, [('api_key', 'h', False), ('min_version', 'h', False), ('max_version', 'h', False)], {}, True, globals())
 
 ApiVersionsResponse._DEC = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_2, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_4}
 ApiVersionsResponse._ENC = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_1, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_3}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -247,7 +248,13 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 0, p, 'array TopicPartitions longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ConsumerGroupHeartbeatRequest_TopicPartitions_0(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ConsumerGroupHeartbeatRequest_TopicPartitions)
                 o1.topic_id, k = _S_1.unpack_from(buf, p)
                 p += 16
@@ -292,6 +299,7 @@ def _d_ConsumerGroupHeartbeatRequest_0(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.topic_partitions = lst0
         if buf[p] == 0:
             p += 1
@@ -507,7 +515,13 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
                 raise DecodeError('ConsumerGroupHeartbeatRequest', 1, p, 'array TopicPartitions longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ConsumerGroupHeartbeatRequest_TopicPartitions_1(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ConsumerGroupHeartbeatRequest_TopicPartitions)
                 o1.topic_id, k = _S_1.unpack_from(buf, p)
                 p += 16
@@ -552,6 +566,7 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.topic_partitions = lst0
         if buf[p] == 0:
             p += 1
@@ -777,6 +792,10 @@ def _e_ConsumerGroupHeartbeatRequest_1(o, b, h):
     else:
         b.append(0)
 
+_L_ConsumerGroupHeartbeatRequest_TopicPartitions_0 = _ElementLayout(_ConsumerGroupHeartbeatRequest_TopicPartitions, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
+
+_L_ConsumerGroupHeartbeatRequest_TopicPartitions_1 = _ElementLayout(_ConsumerGroupHeartbeatRequest_TopicPartitions, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
+
 ConsumerGroupHeartbeatRequest._DEC = {0: _d_ConsumerGroupHeartbeatRequest_0, 1: _d_ConsumerGroupHeartbeatRequest_1}
 ConsumerGroupHeartbeatRequest._ENC = {0: _e_ConsumerGroupHeartbeatRequest_0, 1: _e_ConsumerGroupHeartbeatRequest_1}
 
@@ -895,7 +914,13 @@ def _d_ConsumerGroupHeartbeatResponse_0(buf, p):
                     raise DecodeError('ConsumerGroupHeartbeatResponse', 0, p, 'array TopicPartitions longer than the frame')
                 lst1 = []
                 app1 = lst1.append
-                for _ in range(n):
+                r1 = n
+                while r1:
+                    if r1 >= 8:
+                        cnt, p = _L_ConsumerGroupHeartbeatResponse_TopicPartitions_0(buf, p, r1, app1)
+                        if cnt:
+                            r1 -= cnt
+                            continue
                     o2 = new(_ConsumerGroupHeartbeatResponse_TopicPartitions)
                     o2.topic_id, k = _S_1.unpack_from(buf, p)
                     p += 16
@@ -940,6 +965,7 @@ def _d_ConsumerGroupHeartbeatResponse_0(buf, p):
                                 p = q2
                         o2.unknown_tags = u2
                     app1(o2)
+                    r1 -= 1
                 o1.topic_partitions = lst1
             if buf[p] == 0:
                 p += 1
@@ -1056,7 +1082,13 @@ def _d_ConsumerGroupHeartbeatResponse_1(buf, p):
                     raise DecodeError('ConsumerGroupHeartbeatResponse', 1, p, 'array TopicPartitions longer than the frame')
                 lst1 = []
                 app1 = lst1.append
-                for _ in range(n):
+                r1 = n
+                while r1:
+                    if r1 >= 8:
+                        cnt, p = _L_ConsumerGroupHeartbeatResponse_TopicPartitions_1(buf, p, r1, app1)
+                        if cnt:
+                            r1 -= cnt
+                            continue
                     o2 = new(_ConsumerGroupHeartbeatResponse_TopicPartitions)
                     o2.topic_id, k = _S_1.unpack_from(buf, p)
                     p += 16
@@ -1101,6 +1133,7 @@ def _d_ConsumerGroupHeartbeatResponse_1(buf, p):
                                 p = q2
                         o2.unknown_tags = u2
                     app1(o2)
+                    r1 -= 1
                 o1.topic_partitions = lst1
             if buf[p] == 0:
                 p += 1
@@ -1212,6 +1245,10 @@ def _e_ConsumerGroupHeartbeatResponse_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ConsumerGroupHeartbeatResponse_TopicPartitions_0 = _ElementLayout(_ConsumerGroupHeartbeatResponse_TopicPartitions, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
+
+_L_ConsumerGroupHeartbeatResponse_TopicPartitions_1 = _ElementLayout(_ConsumerGroupHeartbeatResponse_TopicPartitions, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
 
 ConsumerGroupHeartbeatResponse._DEC = {0: _d_ConsumerGroupHeartbeatResponse_0, 1: _d_ConsumerGroupHeartbeatResponse_1}
 ConsumerGroupHeartbeatResponse._ENC = {0: _e_ConsumerGroupHeartbeatResponse_0, 1: _e_ConsumerGroupHeartbeatResponse_0}

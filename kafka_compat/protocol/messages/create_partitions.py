@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -117,7 +118,13 @@ def _d_CreatePartitionsRequest_0(buf, p):
                         raise DecodeError('CreatePartitionsRequest', 0, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreatePartitionsRequest_CreatePartitionsAssignment_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
                         n, = _S_0.unpack_from(buf, p)
                         p += 4
@@ -133,6 +140,7 @@ def _d_CreatePartitionsRequest_0(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -178,7 +186,13 @@ def _d_CreatePartitionsRequest_1(buf, p):
                         raise DecodeError('CreatePartitionsRequest', 1, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreatePartitionsRequest_CreatePartitionsAssignment_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
                         n, = _S_0.unpack_from(buf, p)
                         p += 4
@@ -194,6 +208,7 @@ def _d_CreatePartitionsRequest_1(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -261,7 +276,13 @@ def _d_CreatePartitionsRequest_2(buf, p):
                         raise DecodeError('CreatePartitionsRequest', 2, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreatePartitionsRequest_CreatePartitionsAssignment_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
                         k = buf[p]
                         if 0 < k < 65:
@@ -305,6 +326,7 @@ def _d_CreatePartitionsRequest_2(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 if buf[p] == 0:
                     p += 1
@@ -410,7 +432,13 @@ def _d_CreatePartitionsRequest_3(buf, p):
                         raise DecodeError('CreatePartitionsRequest', 3, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreatePartitionsRequest_CreatePartitionsAssignment_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreatePartitionsRequest_CreatePartitionsAssignment)
                         k = buf[p]
                         if 0 < k < 65:
@@ -454,6 +482,7 @@ def _d_CreatePartitionsRequest_3(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 if buf[p] == 0:
                     p += 1
@@ -585,6 +614,14 @@ def _e_CreatePartitionsRequest_2(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_CreatePartitionsRequest_CreatePartitionsAssignment_0 = _ElementLayout(_CreatePartitionsRequest_CreatePartitionsAssignment, [('broker_ids', 'i', True)], {}, False, globals())
+
+_L_CreatePartitionsRequest_CreatePartitionsAssignment_1 = _ElementLayout(_CreatePartitionsRequest_CreatePartitionsAssignment, [('broker_ids', 'i', True)], {}, False, globals())
+
+_L_CreatePartitionsRequest_CreatePartitionsAssignment_2 = _ElementLayout(_CreatePartitionsRequest_CreatePartitionsAssignment, [('broker_ids', 'i', True)], {}, True, globals())
+
+_L_CreatePartitionsRequest_CreatePartitionsAssignment_3 = _ElementLayout(_CreatePartitionsRequest_CreatePartitionsAssignment, [('broker_ids', 'i', True)], {}, True, globals())
 
 CreatePartitionsRequest._DEC = {0: _d_CreatePartitionsRequest_0, 1: _d_CreatePartitionsRequest_1, 2: _d_CreatePartitionsRequest_2, 3: _d_CreatePartitionsRequest_3}
 CreatePartitionsRequest._ENC = {0: _e_CreatePartitionsRequest_0, 1: _e_CreatePartitionsRequest_0, 2: _e_CreatePartitionsRequest_2, 3: _e_CreatePartitionsRequest_2}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -140,7 +141,13 @@ def _d_CreateTopicsRequest_0(buf, p):
                         raise DecodeError('CreateTopicsRequest', 0, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreateTopicsRequest_CreatableReplicaAssignment_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
                         o2.partition_index, n = _S_3.unpack_from(buf, p)
                         p += 8
@@ -156,6 +163,7 @@ def _d_CreateTopicsRequest_0(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 n, = _S_0.unpack_from(buf, p)
                 p += 4
@@ -235,7 +243,13 @@ def _d_CreateTopicsRequest_1(buf, p):
                         raise DecodeError('CreateTopicsRequest', 1, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreateTopicsRequest_CreatableReplicaAssignment_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
                         o2.partition_index, n = _S_3.unpack_from(buf, p)
                         p += 8
@@ -251,6 +265,7 @@ def _d_CreateTopicsRequest_1(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 n, = _S_0.unpack_from(buf, p)
                 p += 4
@@ -330,7 +345,13 @@ def _d_CreateTopicsRequest_2(buf, p):
                         raise DecodeError('CreateTopicsRequest', 2, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreateTopicsRequest_CreatableReplicaAssignment_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
                         o2.partition_index, n = _S_3.unpack_from(buf, p)
                         p += 8
@@ -346,6 +367,7 @@ def _d_CreateTopicsRequest_2(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 n, = _S_0.unpack_from(buf, p)
                 p += 4
@@ -425,7 +447,13 @@ def _d_CreateTopicsRequest_3(buf, p):
                         raise DecodeError('CreateTopicsRequest', 3, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreateTopicsRequest_CreatableReplicaAssignment_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
                         o2.partition_index, n = _S_3.unpack_from(buf, p)
                         p += 8
@@ -441,6 +469,7 @@ def _d_CreateTopicsRequest_3(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 n, = _S_0.unpack_from(buf, p)
                 p += 4
@@ -520,7 +549,13 @@ def _d_CreateTopicsRequest_4(buf, p):
                         raise DecodeError('CreateTopicsRequest', 4, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreateTopicsRequest_CreatableReplicaAssignment_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
                         o2.partition_index, n = _S_3.unpack_from(buf, p)
                         p += 8
@@ -536,6 +571,7 @@ def _d_CreateTopicsRequest_4(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 n, = _S_0.unpack_from(buf, p)
                 p += 4
@@ -637,7 +673,13 @@ def _d_CreateTopicsRequest_5(buf, p):
                         raise DecodeError('CreateTopicsRequest', 5, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreateTopicsRequest_CreatableReplicaAssignment_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
                         o2.partition_index, k = _S_6.unpack_from(buf, p)
                         p += 4
@@ -682,6 +724,7 @@ def _d_CreateTopicsRequest_5(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 n = buf[p] - 1
                 if n < 127:
@@ -868,7 +911,13 @@ def _d_CreateTopicsRequest_6(buf, p):
                         raise DecodeError('CreateTopicsRequest', 6, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreateTopicsRequest_CreatableReplicaAssignment_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
                         o2.partition_index, k = _S_6.unpack_from(buf, p)
                         p += 4
@@ -913,6 +962,7 @@ def _d_CreateTopicsRequest_6(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 n = buf[p] - 1
                 if n < 127:
@@ -1099,7 +1149,13 @@ def _d_CreateTopicsRequest_7(buf, p):
                         raise DecodeError('CreateTopicsRequest', 7, p, 'array Assignments longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_CreateTopicsRequest_CreatableReplicaAssignment_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_CreateTopicsRequest_CreatableReplicaAssignment)
                         o2.partition_index, k = _S_6.unpack_from(buf, p)
                         p += 4
@@ -1144,6 +1200,7 @@ def _d_CreateTopicsRequest_7(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.assignments = lst1
                 n = buf[p] - 1
                 if n < 127:
@@ -1410,6 +1467,22 @@ def _e_CreateTopicsRequest_5(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_CreateTopicsRequest_CreatableReplicaAssignment_0 = _ElementLayout(_CreateTopicsRequest_CreatableReplicaAssignment, [('partition_index', 'i', False), ('broker_ids', 'i', True)], {}, False, globals())
+
+_L_CreateTopicsRequest_CreatableReplicaAssignment_1 = _ElementLayout(_CreateTopicsRequest_CreatableReplicaAssignment, [('partition_index', 'i', False), ('broker_ids', 'i', True)], {}, False, globals())
+
+_L_CreateTopicsRequest_CreatableReplicaAssignment_2 = _ElementLayout(_CreateTopicsRequest_CreatableReplicaAssignment, [('partition_index', 'i', False), ('broker_ids', 'i', True)], {}, False, globals())
+
+_L_CreateTopicsRequest_CreatableReplicaAssignment_3 = _ElementLayout(_CreateTopicsRequest_CreatableReplicaAssignment, [('partition_index', 'i', False), ('broker_ids', 'i', True)], {}, False, globals())
+
+_L_CreateTopicsRequest_CreatableReplicaAssignment_4 = _ElementLayout(_CreateTopicsRequest_CreatableReplicaAssignment, [('partition_index', 'i', False), ('broker_ids', 'i', True)], {}, False, globals())
+
+_L_CreateTopicsRequest_CreatableReplicaAssignment_5 = _ElementLayout(_CreateTopicsRequest_CreatableReplicaAssignment, [('partition_index', 'i', False), ('broker_ids', 'i', True)], {}, True, globals())
+
+_L_CreateTopicsRequest_CreatableReplicaAssignment_6 = _ElementLayout(_CreateTopicsRequest_CreatableReplicaAssignment, [('partition_index', 'i', False), ('broker_ids', 'i', True)], {}, True, globals())
+
+_L_CreateTopicsRequest_CreatableReplicaAssignment_7 = _ElementLayout(_CreateTopicsRequest_CreatableReplicaAssignment, [('partition_index', 'i', False), ('broker_ids', 'i', True)], {}, True, globals())
 
 CreateTopicsRequest._DEC = {0: _d_CreateTopicsRequest_0, 1: _d_CreateTopicsRequest_1, 2: _d_CreateTopicsRequest_2, 3: _d_CreateTopicsRequest_3, 4: _d_CreateTopicsRequest_4, 5: _d_CreateTopicsRequest_5, 6: _d_CreateTopicsRequest_6, 7: _d_CreateTopicsRequest_7}
 CreateTopicsRequest._ENC = {0: _e_CreateTopicsRequest_0, 1: _e_CreateTopicsRequest_1, 2: _e_CreateTopicsRequest_1, 3: _e_CreateTopicsRequest_1, 4: _e_CreateTopicsRequest_1, 5: _e_CreateTopicsRequest_5, 6: _e_CreateTopicsRequest_5, 7: _e_CreateTopicsRequest_5}

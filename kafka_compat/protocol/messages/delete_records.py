@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -116,12 +117,19 @@ def _d_DeleteRecordsRequest_0(buf, p):
                         raise DecodeError('DeleteRecordsRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DeleteRecordsRequest_DeleteRecordsPartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DeleteRecordsRequest_DeleteRecordsPartition)
                         o2.partition_index, o2.offset = _S_2.unpack_from(buf, p)
                         p += 12
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -167,12 +175,19 @@ def _d_DeleteRecordsRequest_1(buf, p):
                         raise DecodeError('DeleteRecordsRequest', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DeleteRecordsRequest_DeleteRecordsPartition_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DeleteRecordsRequest_DeleteRecordsPartition)
                         o2.partition_index, o2.offset = _S_2.unpack_from(buf, p)
                         p += 12
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -238,7 +253,13 @@ def _d_DeleteRecordsRequest_2(buf, p):
                         raise DecodeError('DeleteRecordsRequest', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DeleteRecordsRequest_DeleteRecordsPartition_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DeleteRecordsRequest_DeleteRecordsPartition)
                         o2.partition_index, o2.offset, k = _S_3.unpack_from(buf, p)
                         p += 12
@@ -263,6 +284,7 @@ def _d_DeleteRecordsRequest_2(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -379,6 +401,12 @@ def _e_DeleteRecordsRequest_2(o, b, h):
     else:
         b.append(0)
 
+_L_DeleteRecordsRequest_DeleteRecordsPartition_0 = _ElementLayout(_DeleteRecordsRequest_DeleteRecordsPartition, [('partition_index', 'i', False), ('offset', 'q', False)], {}, False, globals())
+
+_L_DeleteRecordsRequest_DeleteRecordsPartition_1 = _ElementLayout(_DeleteRecordsRequest_DeleteRecordsPartition, [('partition_index', 'i', False), ('offset', 'q', False)], {}, False, globals())
+
+_L_DeleteRecordsRequest_DeleteRecordsPartition_2 = _ElementLayout(_DeleteRecordsRequest_DeleteRecordsPartition, [('partition_index', 'i', False), ('offset', 'q', False)], {}, True, globals())
+
 DeleteRecordsRequest._DEC = {0: _d_DeleteRecordsRequest_0, 1: _d_DeleteRecordsRequest_1, 2: _d_DeleteRecordsRequest_2}
 DeleteRecordsRequest._ENC = {0: _e_DeleteRecordsRequest_0, 1: _e_DeleteRecordsRequest_0, 2: _e_DeleteRecordsRequest_2}
 
@@ -458,12 +486,19 @@ def _d_DeleteRecordsResponse_0(buf, p):
                         raise DecodeError('DeleteRecordsResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DeleteRecordsResponse_DeleteRecordsPartitionResult_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
                         o2.partition_index, o2.low_watermark, o2.error_code = _S_6.unpack_from(buf, p)
                         p += 14
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -507,12 +542,19 @@ def _d_DeleteRecordsResponse_1(buf, p):
                         raise DecodeError('DeleteRecordsResponse', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DeleteRecordsResponse_DeleteRecordsPartitionResult_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
                         o2.partition_index, o2.low_watermark, o2.error_code = _S_6.unpack_from(buf, p)
                         p += 14
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -578,7 +620,13 @@ def _d_DeleteRecordsResponse_2(buf, p):
                         raise DecodeError('DeleteRecordsResponse', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DeleteRecordsResponse_DeleteRecordsPartitionResult_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
                         o2.partition_index, o2.low_watermark, o2.error_code, k = _S_7.unpack_from(buf, p)
                         p += 14
@@ -603,6 +651,7 @@ def _d_DeleteRecordsResponse_2(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -716,6 +765,12 @@ def _e_DeleteRecordsResponse_2(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_DeleteRecordsResponse_DeleteRecordsPartitionResult_0 = _ElementLayout(_DeleteRecordsResponse_DeleteRecordsPartitionResult, [('partition_index', 'i', False), ('low_watermark', 'q', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_DeleteRecordsResponse_DeleteRecordsPartitionResult_1 = _ElementLayout(_DeleteRecordsResponse_DeleteRecordsPartitionResult, [('partition_index', 'i', False), ('low_watermark', 'q', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_DeleteRecordsResponse_DeleteRecordsPartitionResult_2 = _ElementLayout(_DeleteRecordsResponse_DeleteRecordsPartitionResult, [('partition_index', 'i', False), ('low_watermark', 'q', False), ('error_code', 'h', False)], {}, True, globals())
 
 DeleteRecordsResponse._DEC = {0: _d_DeleteRecordsResponse_0, 1: _d_DeleteRecordsResponse_1, 2: _d_DeleteRecordsResponse_2}
 DeleteRecordsResponse._ENC = {0: _e_DeleteRecordsResponse_0, 1: _e_DeleteRecordsResponse_0, 2: _e_DeleteRecordsResponse_2}

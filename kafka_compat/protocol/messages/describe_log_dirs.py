@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -777,12 +778,19 @@ def _d_DescribeLogDirsResponse_0(buf, p):
                                 raise DecodeError('DescribeLogDirsResponse', 0, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeLogDirsResponse_DescribeLogDirsPartition_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S_4.unpack_from(buf, p)
                                 p += 21
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         o2.unknown_tags = None
                         app1(o2)
@@ -854,12 +862,19 @@ def _d_DescribeLogDirsResponse_1(buf, p):
                                 raise DecodeError('DescribeLogDirsResponse', 1, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeLogDirsResponse_DescribeLogDirsPartition_1(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S_4.unpack_from(buf, p)
                                 p += 21
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         o2.unknown_tags = None
                         app1(o2)
@@ -970,7 +985,13 @@ def _d_DescribeLogDirsResponse_2(buf, p):
                                 raise DecodeError('DescribeLogDirsResponse', 2, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeLogDirsResponse_DescribeLogDirsPartition_2(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, k = _S_7.unpack_from(buf, p)
                                 p += 21
@@ -995,6 +1016,7 @@ def _d_DescribeLogDirsResponse_2(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1161,7 +1183,13 @@ def _d_DescribeLogDirsResponse_3(buf, p):
                                 raise DecodeError('DescribeLogDirsResponse', 3, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeLogDirsResponse_DescribeLogDirsPartition_3(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, k = _S_7.unpack_from(buf, p)
                                 p += 21
@@ -1186,6 +1214,7 @@ def _d_DescribeLogDirsResponse_3(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1350,7 +1379,13 @@ def _d_DescribeLogDirsResponse_4(buf, p):
                                 raise DecodeError('DescribeLogDirsResponse', 4, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeLogDirsResponse_DescribeLogDirsPartition_4(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, k = _S_7.unpack_from(buf, p)
                                 p += 21
@@ -1375,6 +1410,7 @@ def _d_DescribeLogDirsResponse_4(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1540,7 +1576,13 @@ def _d_DescribeLogDirsResponse_5(buf, p):
                                 raise DecodeError('DescribeLogDirsResponse', 5, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeLogDirsResponse_DescribeLogDirsPartition_5(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, k = _S_7.unpack_from(buf, p)
                                 p += 21
@@ -1565,6 +1607,7 @@ def _d_DescribeLogDirsResponse_5(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1835,6 +1878,18 @@ def _e_DescribeLogDirsResponse_5(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_DescribeLogDirsResponse_DescribeLogDirsPartition_0 = _ElementLayout(_DescribeLogDirsResponse_DescribeLogDirsPartition, [('partition_index', 'i', False), ('partition_size', 'q', False), ('offset_lag', 'q', False), ('is_future_key', '?', False)], {}, False, globals())
+
+_L_DescribeLogDirsResponse_DescribeLogDirsPartition_1 = _ElementLayout(_DescribeLogDirsResponse_DescribeLogDirsPartition, [('partition_index', 'i', False), ('partition_size', 'q', False), ('offset_lag', 'q', False), ('is_future_key', '?', False)], {}, False, globals())
+
+_L_DescribeLogDirsResponse_DescribeLogDirsPartition_2 = _ElementLayout(_DescribeLogDirsResponse_DescribeLogDirsPartition, [('partition_index', 'i', False), ('partition_size', 'q', False), ('offset_lag', 'q', False), ('is_future_key', '?', False)], {}, True, globals())
+
+_L_DescribeLogDirsResponse_DescribeLogDirsPartition_3 = _ElementLayout(_DescribeLogDirsResponse_DescribeLogDirsPartition, [('partition_index', 'i', False), ('partition_size', 'q', False), ('offset_lag', 'q', False), ('is_future_key', '?', False)], {}, True, globals())
+
+_L_DescribeLogDirsResponse_DescribeLogDirsPartition_4 = _ElementLayout(_DescribeLogDirsResponse_DescribeLogDirsPartition, [('partition_index', 'i', False), ('partition_size', 'q', False), ('offset_lag', 'q', False), ('is_future_key', '?', False)], {}, True, globals())
+
+_L_DescribeLogDirsResponse_DescribeLogDirsPartition_5 = _ElementLayout(_DescribeLogDirsResponse_DescribeLogDirsPartition, [('partition_index', 'i', False), ('partition_size', 'q', False), ('offset_lag', 'q', False), ('is_future_key', '?', False)], {}, True, globals())
 
 DescribeLogDirsResponse._DEC = {0: _d_DescribeLogDirsResponse_0, 1: _d_DescribeLogDirsResponse_1, 2: _d_DescribeLogDirsResponse_2, 3: _d_DescribeLogDirsResponse_3, 4: _d_DescribeLogDirsResponse_4, 5: _d_DescribeLogDirsResponse_5}
 DescribeLogDirsResponse._ENC = {0: _e_DescribeLogDirsResponse_0, 1: _e_DescribeLogDirsResponse_0, 2: _e_DescribeLogDirsResponse_2, 3: _e_DescribeLogDirsResponse_3, 4: _e_DescribeLogDirsResponse_4, 5: _e_DescribeLogDirsResponse_5}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -368,7 +369,13 @@ def _d_DescribeProducersResponse_0(buf, p):
                                 raise DecodeError('DescribeProducersResponse', 0, p, 'array ActiveProducers longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeProducersResponse_ProducerState_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeProducersResponse_ProducerState)
                                 o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, k = _S_2.unpack_from(buf, p)
                                 p += 36
@@ -393,6 +400,7 @@ def _d_DescribeProducersResponse_0(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.active_producers = lst2
                         if buf[p] == 0:
                             p += 1
@@ -535,6 +543,8 @@ def _e_DescribeProducersResponse_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_DescribeProducersResponse_ProducerState_0 = _ElementLayout(_DescribeProducersResponse_ProducerState, [('producer_id', 'q', False), ('producer_epoch', 'i', False), ('last_sequence', 'i', False), ('last_timestamp', 'q', False), ('coordinator_epoch', 'i', False), ('current_txn_start_offset', 'q', False)], {}, True, globals())
 
 DescribeProducersResponse._DEC = {0: _d_DescribeProducersResponse_0}
 DescribeProducersResponse._ENC = {0: _e_DescribeProducersResponse_0}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -144,7 +145,13 @@ def _d_DescribeQuorumRequest_0(buf, p):
                         raise DecodeError('DescribeQuorumRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DescribeQuorumRequest_PartitionData_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DescribeQuorumRequest_PartitionData)
                         o2.partition_index, k = _S_0.unpack_from(buf, p)
                         p += 4
@@ -169,6 +176,7 @@ def _d_DescribeQuorumRequest_0(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -270,7 +278,13 @@ def _d_DescribeQuorumRequest_1(buf, p):
                         raise DecodeError('DescribeQuorumRequest', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DescribeQuorumRequest_PartitionData_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DescribeQuorumRequest_PartitionData)
                         o2.partition_index, k = _S_0.unpack_from(buf, p)
                         p += 4
@@ -295,6 +309,7 @@ def _d_DescribeQuorumRequest_1(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -396,7 +411,13 @@ def _d_DescribeQuorumRequest_2(buf, p):
                         raise DecodeError('DescribeQuorumRequest', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DescribeQuorumRequest_PartitionData_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DescribeQuorumRequest_PartitionData)
                         o2.partition_index, k = _S_0.unpack_from(buf, p)
                         p += 4
@@ -421,6 +442,7 @@ def _d_DescribeQuorumRequest_2(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -513,6 +535,12 @@ def _e_DescribeQuorumRequest_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_DescribeQuorumRequest_PartitionData_0 = _ElementLayout(_DescribeQuorumRequest_PartitionData, [('partition_index', 'i', False)], {}, True, globals())
+
+_L_DescribeQuorumRequest_PartitionData_1 = _ElementLayout(_DescribeQuorumRequest_PartitionData, [('partition_index', 'i', False)], {}, True, globals())
+
+_L_DescribeQuorumRequest_PartitionData_2 = _ElementLayout(_DescribeQuorumRequest_PartitionData, [('partition_index', 'i', False)], {}, True, globals())
 
 DescribeQuorumRequest._DEC = {0: _d_DescribeQuorumRequest_0, 1: _d_DescribeQuorumRequest_1, 2: _d_DescribeQuorumRequest_2}
 DescribeQuorumRequest._ENC = {0: _e_DescribeQuorumRequest_0, 1: _e_DescribeQuorumRequest_0, 2: _e_DescribeQuorumRequest_0}
@@ -682,7 +710,13 @@ def _d_DescribeQuorumResponse_0(buf, p):
                                 raise DecodeError('DescribeQuorumResponse', 0, p, 'array CurrentVoters longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeQuorumResponse_ReplicaState_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeQuorumResponse_ReplicaState)
                                 o3.replica_directory_id = ZERO_UUID
                                 o3.last_fetch_timestamp = -1
@@ -710,6 +744,7 @@ def _d_DescribeQuorumResponse_0(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.current_voters = lst2
                         n = buf[p] - 1
                         if n < 127:
@@ -724,7 +759,13 @@ def _d_DescribeQuorumResponse_0(buf, p):
                                 raise DecodeError('DescribeQuorumResponse', 0, p, 'array Observers longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeQuorumResponse_ReplicaState_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeQuorumResponse_ReplicaState)
                                 o3.replica_directory_id = ZERO_UUID
                                 o3.last_fetch_timestamp = -1
@@ -752,6 +793,7 @@ def _d_DescribeQuorumResponse_0(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.observers = lst2
                         if buf[p] == 0:
                             p += 1
@@ -897,7 +939,13 @@ def _d_DescribeQuorumResponse_1(buf, p):
                                 raise DecodeError('DescribeQuorumResponse', 1, p, 'array CurrentVoters longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeQuorumResponse_ReplicaState_1(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeQuorumResponse_ReplicaState)
                                 o3.replica_directory_id = ZERO_UUID
                                 o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, k = _S_5.unpack_from(buf, p)
@@ -923,6 +971,7 @@ def _d_DescribeQuorumResponse_1(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.current_voters = lst2
                         n = buf[p] - 1
                         if n < 127:
@@ -937,7 +986,13 @@ def _d_DescribeQuorumResponse_1(buf, p):
                                 raise DecodeError('DescribeQuorumResponse', 1, p, 'array Observers longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeQuorumResponse_ReplicaState_1(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeQuorumResponse_ReplicaState)
                                 o3.replica_directory_id = ZERO_UUID
                                 o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, k = _S_5.unpack_from(buf, p)
@@ -963,6 +1018,7 @@ def _d_DescribeQuorumResponse_1(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.observers = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1149,7 +1205,13 @@ def _d_DescribeQuorumResponse_2(buf, p):
                                 raise DecodeError('DescribeQuorumResponse', 2, p, 'array CurrentVoters longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeQuorumResponse_ReplicaState_2(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeQuorumResponse_ReplicaState)
                                 o3.replica_id, o3.replica_directory_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, k = _S_8.unpack_from(buf, p)
                                 p += 44
@@ -1174,6 +1236,7 @@ def _d_DescribeQuorumResponse_2(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.current_voters = lst2
                         n = buf[p] - 1
                         if n < 127:
@@ -1188,7 +1251,13 @@ def _d_DescribeQuorumResponse_2(buf, p):
                                 raise DecodeError('DescribeQuorumResponse', 2, p, 'array Observers longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_DescribeQuorumResponse_ReplicaState_2(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_DescribeQuorumResponse_ReplicaState)
                                 o3.replica_id, o3.replica_directory_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, k = _S_8.unpack_from(buf, p)
                                 p += 44
@@ -1213,6 +1282,7 @@ def _d_DescribeQuorumResponse_2(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.observers = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1687,6 +1757,12 @@ def _e_DescribeQuorumResponse_2(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_DescribeQuorumResponse_ReplicaState_0 = _ElementLayout(_DescribeQuorumResponse_ReplicaState, [('replica_id', 'i', False), ('log_end_offset', 'q', False)], {'replica_directory_id': 'ZERO_UUID', 'last_fetch_timestamp': '-1', 'last_caught_up_timestamp': '-1'}, True, globals())
+
+_L_DescribeQuorumResponse_ReplicaState_1 = _ElementLayout(_DescribeQuorumResponse_ReplicaState, [('replica_id', 'i', False), ('log_end_offset', 'q', False), ('last_fetch_timestamp', 'q', False), ('last_caught_up_timestamp', 'q', False)], {'replica_directory_id': 'ZERO_UUID'}, True, globals())
+
+_L_DescribeQuorumResponse_ReplicaState_2 = _ElementLayout(_DescribeQuorumResponse_ReplicaState, [('replica_id', 'i', False), ('replica_directory_id', '16s', False), ('log_end_offset', 'q', False), ('last_fetch_timestamp', 'q', False), ('last_caught_up_timestamp', 'q', False)], {}, True, globals())
 
 DescribeQuorumResponse._DEC = {0: _d_DescribeQuorumResponse_0, 1: _d_DescribeQuorumResponse_1, 2: _d_DescribeQuorumResponse_2}
 DescribeQuorumResponse._ENC = {0: _e_DescribeQuorumResponse_0, 1: _e_DescribeQuorumResponse_1, 2: _e_DescribeQuorumResponse_2}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -402,7 +403,13 @@ def _d_DescribeTopicPartitionsResponse_0(buf, p):
                         raise DecodeError('DescribeTopicPartitionsResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition)
                         o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_5.unpack_from(buf, p)
                         p += 14
@@ -531,6 +538,7 @@ def _d_DescribeTopicPartitionsResponse_0(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.topic_authorized_operations, k = _S_2.unpack_from(buf, p)
                 p += 4
@@ -745,6 +753,8 @@ def _e_DescribeTopicPartitionsResponse_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_0 = _ElementLayout(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('leader_epoch', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('eligible_leader_replicas', 'i', True), ('last_known_elr', 'i', True), ('offline_replicas', 'i', True)], {}, True, globals())
 
 DescribeTopicPartitionsResponse._DEC = {0: _d_DescribeTopicPartitionsResponse_0}
 DescribeTopicPartitionsResponse._ENC = {0: _e_DescribeTopicPartitionsResponse_0}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -334,7 +335,13 @@ def _d_DescribeUserScramCredentialsResponse_0(buf, p):
                         raise DecodeError('DescribeUserScramCredentialsResponse', 0, p, 'array CredentialInfos longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_DescribeUserScramCredentialsResponse_CredentialInfo_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_DescribeUserScramCredentialsResponse_CredentialInfo)
                         o2.mechanism, o2.iterations, k = _S_2.unpack_from(buf, p)
                         p += 5
@@ -359,6 +366,7 @@ def _d_DescribeUserScramCredentialsResponse_0(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.credential_infos = lst1
                 if buf[p] == 0:
                     p += 1
@@ -475,6 +483,8 @@ def _e_DescribeUserScramCredentialsResponse_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_DescribeUserScramCredentialsResponse_CredentialInfo_0 = _ElementLayout(_DescribeUserScramCredentialsResponse_CredentialInfo, [('mechanism', 'b', False), ('iterations', 'i', False)], {}, True, globals())
 
 DescribeUserScramCredentialsResponse._DEC = {0: _d_DescribeUserScramCredentialsResponse_0}
 DescribeUserScramCredentialsResponse._ENC = {0: _e_DescribeUserScramCredentialsResponse_0}

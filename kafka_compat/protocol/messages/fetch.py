@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -198,7 +199,13 @@ def _d_FetchRequest_0(buf, p):
                         raise DecodeError('FetchRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -209,6 +216,7 @@ def _d_FetchRequest_0(buf, p):
                         p += 16
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -261,7 +269,13 @@ def _d_FetchRequest_1(buf, p):
                         raise DecodeError('FetchRequest', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -272,6 +286,7 @@ def _d_FetchRequest_1(buf, p):
                         p += 16
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -324,7 +339,13 @@ def _d_FetchRequest_2(buf, p):
                         raise DecodeError('FetchRequest', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -335,6 +356,7 @@ def _d_FetchRequest_2(buf, p):
                         p += 16
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -386,7 +408,13 @@ def _d_FetchRequest_3(buf, p):
                         raise DecodeError('FetchRequest', 3, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -397,6 +425,7 @@ def _d_FetchRequest_3(buf, p):
                         p += 16
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -447,7 +476,13 @@ def _d_FetchRequest_4(buf, p):
                         raise DecodeError('FetchRequest', 4, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -458,6 +493,7 @@ def _d_FetchRequest_4(buf, p):
                         p += 16
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -508,7 +544,13 @@ def _d_FetchRequest_5(buf, p):
                         raise DecodeError('FetchRequest', 5, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -518,6 +560,7 @@ def _d_FetchRequest_5(buf, p):
                         p += 24
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -568,7 +611,13 @@ def _d_FetchRequest_6(buf, p):
                         raise DecodeError('FetchRequest', 6, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -578,6 +627,7 @@ def _d_FetchRequest_6(buf, p):
                         p += 24
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -625,7 +675,13 @@ def _d_FetchRequest_7(buf, p):
                         raise DecodeError('FetchRequest', 7, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -635,6 +691,7 @@ def _d_FetchRequest_7(buf, p):
                         p += 24
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -719,7 +776,13 @@ def _d_FetchRequest_8(buf, p):
                         raise DecodeError('FetchRequest', 8, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_8(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -729,6 +792,7 @@ def _d_FetchRequest_8(buf, p):
                         p += 24
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -813,7 +877,13 @@ def _d_FetchRequest_9(buf, p):
                         raise DecodeError('FetchRequest', 9, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_9(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
@@ -822,6 +892,7 @@ def _d_FetchRequest_9(buf, p):
                         p += 28
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -906,7 +977,13 @@ def _d_FetchRequest_10(buf, p):
                         raise DecodeError('FetchRequest', 10, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_10(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
@@ -915,6 +992,7 @@ def _d_FetchRequest_10(buf, p):
                         p += 28
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -998,7 +1076,13 @@ def _d_FetchRequest_11(buf, p):
                         raise DecodeError('FetchRequest', 11, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_11(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = ZERO_UUID
@@ -1007,6 +1091,7 @@ def _d_FetchRequest_11(buf, p):
                         p += 28
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1122,7 +1207,13 @@ def _d_FetchRequest_12(buf, p):
                         raise DecodeError('FetchRequest', 12, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_12(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
@@ -1149,6 +1240,7 @@ def _d_FetchRequest_12(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1371,7 +1463,13 @@ def _d_FetchRequest_13(buf, p):
                         raise DecodeError('FetchRequest', 13, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_13(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
@@ -1398,6 +1496,7 @@ def _d_FetchRequest_13(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1434,7 +1533,13 @@ def _d_FetchRequest_13(buf, p):
                 raise DecodeError('FetchRequest', 13, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_FetchRequest_ForgottenTopic_13(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_FetchRequest_ForgottenTopic)
                 o1.topic = ''
                 o1.topic_id, k = _S_11.unpack_from(buf, p)
@@ -1480,6 +1585,7 @@ def _d_FetchRequest_13(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         k = buf[p]
         if 0 < k < 128:
@@ -1599,7 +1705,13 @@ def _d_FetchRequest_14(buf, p):
                         raise DecodeError('FetchRequest', 14, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_14(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
@@ -1626,6 +1738,7 @@ def _d_FetchRequest_14(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1662,7 +1775,13 @@ def _d_FetchRequest_14(buf, p):
                 raise DecodeError('FetchRequest', 14, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_FetchRequest_ForgottenTopic_14(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_FetchRequest_ForgottenTopic)
                 o1.topic = ''
                 o1.topic_id, k = _S_11.unpack_from(buf, p)
@@ -1708,6 +1827,7 @@ def _d_FetchRequest_14(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         k = buf[p]
         if 0 < k < 128:
@@ -1828,7 +1948,13 @@ def _d_FetchRequest_15(buf, p):
                         raise DecodeError('FetchRequest', 15, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_15(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
@@ -1855,6 +1981,7 @@ def _d_FetchRequest_15(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1891,7 +2018,13 @@ def _d_FetchRequest_15(buf, p):
                 raise DecodeError('FetchRequest', 15, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_FetchRequest_ForgottenTopic_15(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_FetchRequest_ForgottenTopic)
                 o1.topic = ''
                 o1.topic_id, k = _S_11.unpack_from(buf, p)
@@ -1937,6 +2070,7 @@ def _d_FetchRequest_15(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         k = buf[p]
         if 0 < k < 128:
@@ -2091,7 +2225,13 @@ def _d_FetchRequest_16(buf, p):
                         raise DecodeError('FetchRequest', 16, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_16(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
@@ -2118,6 +2258,7 @@ def _d_FetchRequest_16(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2154,7 +2295,13 @@ def _d_FetchRequest_16(buf, p):
                 raise DecodeError('FetchRequest', 16, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_FetchRequest_ForgottenTopic_16(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_FetchRequest_ForgottenTopic)
                 o1.topic = ''
                 o1.topic_id, k = _S_11.unpack_from(buf, p)
@@ -2200,6 +2347,7 @@ def _d_FetchRequest_16(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         k = buf[p]
         if 0 < k < 128:
@@ -2354,7 +2502,13 @@ def _d_FetchRequest_17(buf, p):
                         raise DecodeError('FetchRequest', 17, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_17(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.high_watermark = 9223372036854775807
                         o2.replica_directory_id = ZERO_UUID
@@ -2394,6 +2548,7 @@ def _d_FetchRequest_17(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2430,7 +2585,13 @@ def _d_FetchRequest_17(buf, p):
                 raise DecodeError('FetchRequest', 17, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_FetchRequest_ForgottenTopic_17(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_FetchRequest_ForgottenTopic)
                 o1.topic = ''
                 o1.topic_id, k = _S_11.unpack_from(buf, p)
@@ -2476,6 +2637,7 @@ def _d_FetchRequest_17(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         k = buf[p]
         if 0 < k < 128:
@@ -2630,7 +2792,13 @@ def _d_FetchRequest_18(buf, p):
                         raise DecodeError('FetchRequest', 18, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_FetchRequest_FetchPartition_18(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_FetchRequest_FetchPartition)
                         o2.replica_directory_id = ZERO_UUID
                         o2.high_watermark = 9223372036854775807
@@ -2682,6 +2850,7 @@ def _d_FetchRequest_18(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2718,7 +2887,13 @@ def _d_FetchRequest_18(buf, p):
                 raise DecodeError('FetchRequest', 18, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_FetchRequest_ForgottenTopic_18(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_FetchRequest_ForgottenTopic)
                 o1.topic = ''
                 o1.topic_id, k = _S_11.unpack_from(buf, p)
@@ -2764,6 +2939,7 @@ def _d_FetchRequest_18(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         k = buf[p]
         if 0 < k < 128:
@@ -3403,10 +3579,60 @@ def _e_FetchRequest_18(o, b, h):
         tg.sort(key=_first)
     _write_tags(b, tg)
 
+_L_FetchRequest_FetchPartition_0 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'log_start_offset': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_1 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'log_start_offset': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_2 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'log_start_offset': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_3 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'log_start_offset': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_4 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'log_start_offset': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_5 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_6 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_7 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_8 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('fetch_offset', 'q', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'current_leader_epoch': '-1', 'last_fetched_epoch': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_9 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'last_fetched_epoch': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_10 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'last_fetched_epoch': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_11 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'last_fetched_epoch': '-1', 'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, False, globals())
+
+_L_FetchRequest_FetchPartition_12 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('last_fetched_epoch', 'i', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, True, globals())
+
+_L_FetchRequest_FetchPartition_13 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('last_fetched_epoch', 'i', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, True, globals())
+
+_L_FetchRequest_ForgottenTopic_13 = _ElementLayout(_FetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {'topic': "''"}, True, globals())
+
+_L_FetchRequest_FetchPartition_14 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('last_fetched_epoch', 'i', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, True, globals())
+
+_L_FetchRequest_ForgottenTopic_14 = _ElementLayout(_FetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {'topic': "''"}, True, globals())
+
+_L_FetchRequest_FetchPartition_15 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('last_fetched_epoch', 'i', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, True, globals())
+
+_L_FetchRequest_ForgottenTopic_15 = _ElementLayout(_FetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {'topic': "''"}, True, globals())
+
 def _nd_FetchRequest_ReplicaState(x):
     return ((x.replica_id != -1)
             or (x.replica_epoch != -1)
             or bool(x.unknown_tags))
+
+_L_FetchRequest_FetchPartition_16 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('last_fetched_epoch', 'i', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, True, globals())
+
+_L_FetchRequest_ForgottenTopic_16 = _ElementLayout(_FetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {'topic': "''"}, True, globals())
+
+_L_FetchRequest_FetchPartition_17 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('last_fetched_epoch', 'i', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, True, globals())
+
+_L_FetchRequest_ForgottenTopic_17 = _ElementLayout(_FetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {'topic': "''"}, True, globals())
+
+_L_FetchRequest_FetchPartition_18 = _ElementLayout(_FetchRequest_FetchPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('fetch_offset', 'q', False), ('last_fetched_epoch', 'i', False), ('log_start_offset', 'q', False), ('partition_max_bytes', 'i', False)], {'replica_directory_id': 'ZERO_UUID', 'high_watermark': '9223372036854775807'}, True, globals())
+
+_L_FetchRequest_ForgottenTopic_18 = _ElementLayout(_FetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {'topic': "''"}, True, globals())
 
 FetchRequest._DEC = {0: _d_FetchRequest_0, 1: _d_FetchRequest_1, 2: _d_FetchRequest_2, 3: _d_FetchRequest_3, 4: _d_FetchRequest_4, 5: _d_FetchRequest_5, 6: _d_FetchRequest_6, 7: _d_FetchRequest_7, 8: _d_FetchRequest_8, 9: _d_FetchRequest_9, 10: _d_FetchRequest_10, 11: _d_FetchRequest_11, 12: _d_FetchRequest_12, 13: _d_FetchRequest_13, 14: _d_FetchRequest_14, 15: _d_FetchRequest_15, 16: _d_FetchRequest_16, 17: _d_FetchRequest_17, 18: _d_FetchRequest_18}
 FetchRequest._ENC = {0: _e_FetchRequest_0, 1: _e_FetchRequest_0, 2: _e_FetchRequest_0, 3: _e_FetchRequest_3, 4: _e_FetchRequest_4, 5: _e_FetchRequest_5, 6: _e_FetchRequest_5, 7: _e_FetchRequest_7, 8: _e_FetchRequest_7, 9: _e_FetchRequest_9, 10: _e_FetchRequest_9, 11: _e_FetchRequest_11, 12: _e_FetchRequest_12, 13: _e_FetchRequest_13, 14: _e_FetchRequest_13, 15: _e_FetchRequest_15, 16: _e_FetchRequest_15, 17: _e_FetchRequest_17, 18: _e_FetchRequest_18}
@@ -3854,12 +4080,19 @@ def _d_FetchResponse_4(buf, p):
                                 raise DecodeError('FetchResponse', 4, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_4(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
                                 p += 16
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         n, = _S_2.unpack_from(buf, p)
                         p += 4
@@ -3935,12 +4168,19 @@ def _d_FetchResponse_5(buf, p):
                                 raise DecodeError('FetchResponse', 5, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_5(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
                                 p += 16
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         n, = _S_2.unpack_from(buf, p)
                         p += 4
@@ -4016,12 +4256,19 @@ def _d_FetchResponse_6(buf, p):
                                 raise DecodeError('FetchResponse', 6, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_6(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
                                 p += 16
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         n, = _S_2.unpack_from(buf, p)
                         p += 4
@@ -4095,12 +4342,19 @@ def _d_FetchResponse_7(buf, p):
                                 raise DecodeError('FetchResponse', 7, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_7(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
                                 p += 16
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         n, = _S_2.unpack_from(buf, p)
                         p += 4
@@ -4174,12 +4428,19 @@ def _d_FetchResponse_8(buf, p):
                                 raise DecodeError('FetchResponse', 8, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_8(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
                                 p += 16
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         n, = _S_2.unpack_from(buf, p)
                         p += 4
@@ -4253,12 +4514,19 @@ def _d_FetchResponse_9(buf, p):
                                 raise DecodeError('FetchResponse', 9, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_9(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
                                 p += 16
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         n, = _S_2.unpack_from(buf, p)
                         p += 4
@@ -4332,12 +4600,19 @@ def _d_FetchResponse_10(buf, p):
                                 raise DecodeError('FetchResponse', 10, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_10(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
                                 p += 16
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         n, = _S_2.unpack_from(buf, p)
                         p += 4
@@ -4410,12 +4685,19 @@ def _d_FetchResponse_11(buf, p):
                                 raise DecodeError('FetchResponse', 11, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_11(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset = _S_25.unpack_from(buf, p)
                                 p += 16
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         o2.preferred_read_replica, n = _S_23.unpack_from(buf, p)
                         p += 8
@@ -4516,7 +4798,13 @@ def _d_FetchResponse_12(buf, p):
                                 raise DecodeError('FetchResponse', 12, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_12(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
                                 p += 16
@@ -4541,6 +4829,7 @@ def _d_FetchResponse_12(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
                         p += 4
@@ -4795,7 +5084,13 @@ def _d_FetchResponse_13(buf, p):
                                 raise DecodeError('FetchResponse', 13, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_13(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
                                 p += 16
@@ -4820,6 +5115,7 @@ def _d_FetchResponse_13(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
                         p += 4
@@ -5074,7 +5370,13 @@ def _d_FetchResponse_14(buf, p):
                                 raise DecodeError('FetchResponse', 14, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_14(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
                                 p += 16
@@ -5099,6 +5401,7 @@ def _d_FetchResponse_14(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
                         p += 4
@@ -5353,7 +5656,13 @@ def _d_FetchResponse_15(buf, p):
                                 raise DecodeError('FetchResponse', 15, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_15(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
                                 p += 16
@@ -5378,6 +5687,7 @@ def _d_FetchResponse_15(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
                         p += 4
@@ -5632,7 +5942,13 @@ def _d_FetchResponse_16(buf, p):
                                 raise DecodeError('FetchResponse', 16, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_16(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
                                 p += 16
@@ -5657,6 +5973,7 @@ def _d_FetchResponse_16(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
                         p += 4
@@ -6005,7 +6322,13 @@ def _d_FetchResponse_17(buf, p):
                                 raise DecodeError('FetchResponse', 17, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_17(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
                                 p += 16
@@ -6030,6 +6353,7 @@ def _d_FetchResponse_17(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
                         p += 4
@@ -6378,7 +6702,13 @@ def _d_FetchResponse_18(buf, p):
                                 raise DecodeError('FetchResponse', 18, p, 'array AbortedTransactions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_FetchResponse_AbortedTransaction_18(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_FetchResponse_AbortedTransaction)
                                 o3.producer_id, o3.first_offset, k = _S_30.unpack_from(buf, p)
                                 p += 16
@@ -6403,6 +6733,7 @@ def _d_FetchResponse_18(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.aborted_transactions = lst2
                         o2.preferred_read_replica, k = _S_31.unpack_from(buf, p)
                         p += 4
@@ -7056,6 +7387,24 @@ def _e_FetchResponse_16(o, b, h):
         tg.sort(key=_first)
     _write_tags(b, tg)
 
+_L_FetchResponse_AbortedTransaction_4 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, False, globals())
+
+_L_FetchResponse_AbortedTransaction_5 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, False, globals())
+
+_L_FetchResponse_AbortedTransaction_6 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, False, globals())
+
+_L_FetchResponse_AbortedTransaction_7 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, False, globals())
+
+_L_FetchResponse_AbortedTransaction_8 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, False, globals())
+
+_L_FetchResponse_AbortedTransaction_9 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, False, globals())
+
+_L_FetchResponse_AbortedTransaction_10 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, False, globals())
+
+_L_FetchResponse_AbortedTransaction_11 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, False, globals())
+
+_L_FetchResponse_AbortedTransaction_12 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, True, globals())
+
 def _nd_FetchResponse_EpochEndOffset(x):
     return ((x.epoch != -1)
             or (x.end_offset != -1)
@@ -7070,6 +7419,18 @@ def _nd_FetchResponse_SnapshotId(x):
     return ((x.end_offset != -1)
             or (x.epoch != -1)
             or bool(x.unknown_tags))
+
+_L_FetchResponse_AbortedTransaction_13 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, True, globals())
+
+_L_FetchResponse_AbortedTransaction_14 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, True, globals())
+
+_L_FetchResponse_AbortedTransaction_15 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, True, globals())
+
+_L_FetchResponse_AbortedTransaction_16 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, True, globals())
+
+_L_FetchResponse_AbortedTransaction_17 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, True, globals())
+
+_L_FetchResponse_AbortedTransaction_18 = _ElementLayout(_FetchResponse_AbortedTransaction, [('producer_id', 'q', False), ('first_offset', 'q', False)], {}, True, globals())
 
 FetchResponse._DEC = {0: _d_FetchResponse_0, 1: _d_FetchResponse_1, 2: _d_FetchResponse_2, 3: _d_FetchResponse_3, 4: _d_FetchResponse_4, 5: _d_FetchResponse_5, 6: _d_FetchResponse_6, 7: _d_FetchResponse_7, 8: _d_FetchResponse_8, 9: _d_FetchResponse_9, 10: _d_FetchResponse_10, 11: _d_FetchResponse_11, 12: _d_FetchResponse_12, 13: _d_FetchResponse_13, 14: _d_FetchResponse_14, 15: _d_FetchResponse_15, 16: _d_FetchResponse_16, 17: _d_FetchResponse_17, 18: _d_FetchResponse_18}
 FetchResponse._ENC = {0: _e_FetchResponse_0, 1: _e_FetchResponse_1, 2: _e_FetchResponse_1, 3: _e_FetchResponse_1, 4: _e_FetchResponse_4, 5: _e_FetchResponse_5, 6: _e_FetchResponse_5, 7: _e_FetchResponse_7, 8: _e_FetchResponse_7, 9: _e_FetchResponse_7, 10: _e_FetchResponse_7, 11: _e_FetchResponse_11, 12: _e_FetchResponse_12, 13: _e_FetchResponse_13, 14: _e_FetchResponse_13, 15: _e_FetchResponse_13, 16: _e_FetchResponse_16, 17: _e_FetchResponse_16, 18: _e_FetchResponse_16}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -350,7 +351,13 @@ def _d_LeaderAndIsrRequest_2(buf, p):
                         raise DecodeError('LeaderAndIsrRequest', 2, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
                         o2.topic_name = ''
                         o2.adding_replicas = []
@@ -384,6 +391,7 @@ def _d_LeaderAndIsrRequest_2(buf, p):
                         p += 1
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -457,7 +465,13 @@ def _d_LeaderAndIsrRequest_3(buf, p):
                         raise DecodeError('LeaderAndIsrRequest', 3, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
                         o2.topic_name = ''
                         o2.leader_recovery_state = 0
@@ -513,6 +527,7 @@ def _d_LeaderAndIsrRequest_3(buf, p):
                         p += 1
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -608,7 +623,13 @@ def _d_LeaderAndIsrRequest_4(buf, p):
                         raise DecodeError('LeaderAndIsrRequest', 4, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
                         o2.topic_name = ''
                         o2.leader_recovery_state = 0
@@ -721,6 +742,7 @@ def _d_LeaderAndIsrRequest_4(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -890,7 +912,13 @@ def _d_LeaderAndIsrRequest_5(buf, p):
                         raise DecodeError('LeaderAndIsrRequest', 5, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
                         o2.topic_name = ''
                         o2.leader_recovery_state = 0
@@ -1003,6 +1031,7 @@ def _d_LeaderAndIsrRequest_5(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1172,7 +1201,13 @@ def _d_LeaderAndIsrRequest_6(buf, p):
                         raise DecodeError('LeaderAndIsrRequest', 6, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
                         o2.topic_name = ''
                         o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_9.unpack_from(buf, p)
@@ -1284,6 +1319,7 @@ def _d_LeaderAndIsrRequest_6(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1452,7 +1488,13 @@ def _d_LeaderAndIsrRequest_7(buf, p):
                         raise DecodeError('LeaderAndIsrRequest', 7, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrRequest_LeaderAndIsrPartitionState)
                         o2.topic_name = ''
                         o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_9.unpack_from(buf, p)
@@ -1564,6 +1606,7 @@ def _d_LeaderAndIsrRequest_7(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2062,6 +2105,18 @@ def _e_LeaderAndIsrRequest_7(o, b, h):
     else:
         b.append(0)
 
+_L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_2 = _ElementLayout(_LeaderAndIsrRequest_LeaderAndIsrPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('partition_epoch', 'i', False), ('replicas', 'i', True), ('is_new', '?', False)], {'topic_name': "''", 'adding_replicas': '[]', 'removing_replicas': '[]', 'leader_recovery_state': '0'}, False, globals())
+
+_L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_3 = _ElementLayout(_LeaderAndIsrRequest_LeaderAndIsrPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('partition_epoch', 'i', False), ('replicas', 'i', True), ('adding_replicas', 'i', True), ('removing_replicas', 'i', True), ('is_new', '?', False)], {'topic_name': "''", 'leader_recovery_state': '0'}, False, globals())
+
+_L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_4 = _ElementLayout(_LeaderAndIsrRequest_LeaderAndIsrPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('partition_epoch', 'i', False), ('replicas', 'i', True), ('adding_replicas', 'i', True), ('removing_replicas', 'i', True), ('is_new', '?', False)], {'topic_name': "''", 'leader_recovery_state': '0'}, True, globals())
+
+_L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_5 = _ElementLayout(_LeaderAndIsrRequest_LeaderAndIsrPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('partition_epoch', 'i', False), ('replicas', 'i', True), ('adding_replicas', 'i', True), ('removing_replicas', 'i', True), ('is_new', '?', False)], {'topic_name': "''", 'leader_recovery_state': '0'}, True, globals())
+
+_L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_6 = _ElementLayout(_LeaderAndIsrRequest_LeaderAndIsrPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('partition_epoch', 'i', False), ('replicas', 'i', True), ('adding_replicas', 'i', True), ('removing_replicas', 'i', True), ('is_new', '?', False), ('leader_recovery_state', 'b', False)], {'topic_name': "''"}, True, globals())
+
+_L_LeaderAndIsrRequest_LeaderAndIsrPartitionState_7 = _ElementLayout(_LeaderAndIsrRequest_LeaderAndIsrPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('partition_epoch', 'i', False), ('replicas', 'i', True), ('adding_replicas', 'i', True), ('removing_replicas', 'i', True), ('is_new', '?', False), ('leader_recovery_state', 'b', False)], {'topic_name': "''"}, True, globals())
+
 LeaderAndIsrRequest._DEC = {0: _d_LeaderAndIsrRequest_0, 1: _d_LeaderAndIsrRequest_1, 2: _d_LeaderAndIsrRequest_2, 3: _d_LeaderAndIsrRequest_3, 4: _d_LeaderAndIsrRequest_4, 5: _d_LeaderAndIsrRequest_5, 6: _d_LeaderAndIsrRequest_6, 7: _d_LeaderAndIsrRequest_7}
 LeaderAndIsrRequest._ENC = {0: _e_LeaderAndIsrRequest_0, 1: _e_LeaderAndIsrRequest_1, 2: _e_LeaderAndIsrRequest_2, 3: _e_LeaderAndIsrRequest_3, 4: _e_LeaderAndIsrRequest_4, 5: _e_LeaderAndIsrRequest_5, 6: _e_LeaderAndIsrRequest_6, 7: _e_LeaderAndIsrRequest_7}
 
@@ -2381,7 +2436,13 @@ def _d_LeaderAndIsrResponse_5(buf, p):
                         raise DecodeError('LeaderAndIsrResponse', 5, p, 'array PartitionErrors longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrResponse_LeaderAndIsrPartitionError_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
                         o2.topic_name = ''
                         o2.partition_index, o2.error_code, k = _S_24.unpack_from(buf, p)
@@ -2407,6 +2468,7 @@ def _d_LeaderAndIsrResponse_5(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_errors = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2491,7 +2553,13 @@ def _d_LeaderAndIsrResponse_6(buf, p):
                         raise DecodeError('LeaderAndIsrResponse', 6, p, 'array PartitionErrors longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrResponse_LeaderAndIsrPartitionError_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
                         o2.topic_name = ''
                         o2.partition_index, o2.error_code, k = _S_24.unpack_from(buf, p)
@@ -2517,6 +2585,7 @@ def _d_LeaderAndIsrResponse_6(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_errors = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2601,7 +2670,13 @@ def _d_LeaderAndIsrResponse_7(buf, p):
                         raise DecodeError('LeaderAndIsrResponse', 7, p, 'array PartitionErrors longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_LeaderAndIsrResponse_LeaderAndIsrPartitionError_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_LeaderAndIsrResponse_LeaderAndIsrPartitionError)
                         o2.topic_name = ''
                         o2.partition_index, o2.error_code, k = _S_24.unpack_from(buf, p)
@@ -2627,6 +2702,7 @@ def _d_LeaderAndIsrResponse_7(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_errors = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2759,6 +2835,12 @@ def _e_LeaderAndIsrResponse_5(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_LeaderAndIsrResponse_LeaderAndIsrPartitionError_5 = _ElementLayout(_LeaderAndIsrResponse_LeaderAndIsrPartitionError, [('partition_index', 'i', False), ('error_code', 'h', False)], {'topic_name': "''"}, True, globals())
+
+_L_LeaderAndIsrResponse_LeaderAndIsrPartitionError_6 = _ElementLayout(_LeaderAndIsrResponse_LeaderAndIsrPartitionError, [('partition_index', 'i', False), ('error_code', 'h', False)], {'topic_name': "''"}, True, globals())
+
+_L_LeaderAndIsrResponse_LeaderAndIsrPartitionError_7 = _ElementLayout(_LeaderAndIsrResponse_LeaderAndIsrPartitionError, [('partition_index', 'i', False), ('error_code', 'h', False)], {'topic_name': "''"}, True, globals())
 
 LeaderAndIsrResponse._DEC = {0: _d_LeaderAndIsrResponse_0, 1: _d_LeaderAndIsrResponse_1, 2: _d_LeaderAndIsrResponse_2, 3: _d_LeaderAndIsrResponse_3, 4: _d_LeaderAndIsrResponse_4, 5: _d_LeaderAndIsrResponse_5, 6: _d_LeaderAndIsrResponse_6, 7: _d_LeaderAndIsrResponse_7}
 LeaderAndIsrResponse._ENC = {0: _e_LeaderAndIsrResponse_0, 1: _e_LeaderAndIsrResponse_0, 2: _e_LeaderAndIsrResponse_0, 3: _e_LeaderAndIsrResponse_0, 4: _e_LeaderAndIsrResponse_4, 5: _e_LeaderAndIsrResponse_5, 6: _e_LeaderAndIsrResponse_5, 7: _e_LeaderAndIsrResponse_5}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -130,13 +131,20 @@ def _d_ListOffsetsRequest_0(buf, p):
                         raise DecodeError('ListOffsetsRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.current_leader_epoch = -1
                         o2.partition_index, o2.timestamp, o2.max_num_offsets = _S_3.unpack_from(buf, p)
                         p += 16
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -182,7 +190,13 @@ def _d_ListOffsetsRequest_1(buf, p):
                         raise DecodeError('ListOffsetsRequest', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
@@ -190,6 +204,7 @@ def _d_ListOffsetsRequest_1(buf, p):
                         p += 12
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -234,7 +249,13 @@ def _d_ListOffsetsRequest_2(buf, p):
                         raise DecodeError('ListOffsetsRequest', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
@@ -242,6 +263,7 @@ def _d_ListOffsetsRequest_2(buf, p):
                         p += 12
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -286,7 +308,13 @@ def _d_ListOffsetsRequest_3(buf, p):
                         raise DecodeError('ListOffsetsRequest', 3, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
@@ -294,6 +322,7 @@ def _d_ListOffsetsRequest_3(buf, p):
                         p += 12
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -338,13 +367,20 @@ def _d_ListOffsetsRequest_4(buf, p):
                         raise DecodeError('ListOffsetsRequest', 4, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.max_num_offsets = 1
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S_6.unpack_from(buf, p)
                         p += 16
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -389,13 +425,20 @@ def _d_ListOffsetsRequest_5(buf, p):
                         raise DecodeError('ListOffsetsRequest', 5, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.max_num_offsets = 1
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S_6.unpack_from(buf, p)
                         p += 16
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -462,7 +505,13 @@ def _d_ListOffsetsRequest_6(buf, p):
                         raise DecodeError('ListOffsetsRequest', 6, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.max_num_offsets = 1
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
@@ -488,6 +537,7 @@ def _d_ListOffsetsRequest_6(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -592,7 +642,13 @@ def _d_ListOffsetsRequest_7(buf, p):
                         raise DecodeError('ListOffsetsRequest', 7, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.max_num_offsets = 1
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
@@ -618,6 +674,7 @@ def _d_ListOffsetsRequest_7(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -722,7 +779,13 @@ def _d_ListOffsetsRequest_8(buf, p):
                         raise DecodeError('ListOffsetsRequest', 8, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_8(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.max_num_offsets = 1
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
@@ -748,6 +811,7 @@ def _d_ListOffsetsRequest_8(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -852,7 +916,13 @@ def _d_ListOffsetsRequest_9(buf, p):
                         raise DecodeError('ListOffsetsRequest', 9, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_9(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.max_num_offsets = 1
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
@@ -878,6 +948,7 @@ def _d_ListOffsetsRequest_9(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -981,7 +1052,13 @@ def _d_ListOffsetsRequest_10(buf, p):
                         raise DecodeError('ListOffsetsRequest', 10, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_10(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.max_num_offsets = 1
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
@@ -1007,6 +1084,7 @@ def _d_ListOffsetsRequest_10(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1112,7 +1190,13 @@ def _d_ListOffsetsRequest_11(buf, p):
                         raise DecodeError('ListOffsetsRequest', 11, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsRequest_ListOffsetsPartition_11(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsRequest_ListOffsetsPartition)
                         o2.max_num_offsets = 1
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp, k = _S_8.unpack_from(buf, p)
@@ -1138,6 +1222,7 @@ def _d_ListOffsetsRequest_11(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1318,6 +1403,30 @@ def _e_ListOffsetsRequest_10(o, b, h):
     else:
         b.append(0)
 
+_L_ListOffsetsRequest_ListOffsetsPartition_0 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('timestamp', 'q', False), ('max_num_offsets', 'i', False)], {'current_leader_epoch': '-1'}, False, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_1 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('timestamp', 'q', False)], {'current_leader_epoch': '-1', 'max_num_offsets': '1'}, False, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_2 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('timestamp', 'q', False)], {'current_leader_epoch': '-1', 'max_num_offsets': '1'}, False, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_3 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('timestamp', 'q', False)], {'current_leader_epoch': '-1', 'max_num_offsets': '1'}, False, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_4 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('current_leader_epoch', 'i', False), ('timestamp', 'q', False)], {'max_num_offsets': '1'}, False, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_5 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('current_leader_epoch', 'i', False), ('timestamp', 'q', False)], {'max_num_offsets': '1'}, False, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_6 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('current_leader_epoch', 'i', False), ('timestamp', 'q', False)], {'max_num_offsets': '1'}, True, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_7 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('current_leader_epoch', 'i', False), ('timestamp', 'q', False)], {'max_num_offsets': '1'}, True, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_8 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('current_leader_epoch', 'i', False), ('timestamp', 'q', False)], {'max_num_offsets': '1'}, True, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_9 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('current_leader_epoch', 'i', False), ('timestamp', 'q', False)], {'max_num_offsets': '1'}, True, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_10 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('current_leader_epoch', 'i', False), ('timestamp', 'q', False)], {'max_num_offsets': '1'}, True, globals())
+
+_L_ListOffsetsRequest_ListOffsetsPartition_11 = _ElementLayout(_ListOffsetsRequest_ListOffsetsPartition, [('partition_index', 'i', False), ('current_leader_epoch', 'i', False), ('timestamp', 'q', False)], {'max_num_offsets': '1'}, True, globals())
+
 ListOffsetsRequest._DEC = {0: _d_ListOffsetsRequest_0, 1: _d_ListOffsetsRequest_1, 2: _d_ListOffsetsRequest_2, 3: _d_ListOffsetsRequest_3, 4: _d_ListOffsetsRequest_4, 5: _d_ListOffsetsRequest_5, 6: _d_ListOffsetsRequest_6, 7: _d_ListOffsetsRequest_7, 8: _d_ListOffsetsRequest_8, 9: _d_ListOffsetsRequest_9, 10: _d_ListOffsetsRequest_10, 11: _d_ListOffsetsRequest_11}
 ListOffsetsRequest._ENC = {0: _e_ListOffsetsRequest_0, 1: _e_ListOffsetsRequest_1, 2: _e_ListOffsetsRequest_2, 3: _e_ListOffsetsRequest_2, 4: _e_ListOffsetsRequest_4, 5: _e_ListOffsetsRequest_4, 6: _e_ListOffsetsRequest_6, 7: _e_ListOffsetsRequest_6, 8: _e_ListOffsetsRequest_6, 9: _e_ListOffsetsRequest_6, 10: _e_ListOffsetsRequest_10, 11: _e_ListOffsetsRequest_10}
 
@@ -1401,7 +1510,13 @@ def _d_ListOffsetsResponse_0(buf, p):
                         raise DecodeError('ListOffsetsResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.timestamp = -1
                         o2.offset = -1
@@ -1420,6 +1535,7 @@ def _d_ListOffsetsResponse_0(buf, p):
                             p += n * 8
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1464,7 +1580,13 @@ def _d_ListOffsetsResponse_1(buf, p):
                         raise DecodeError('ListOffsetsResponse', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.leader_epoch = -1
@@ -1472,6 +1594,7 @@ def _d_ListOffsetsResponse_1(buf, p):
                         p += 22
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1515,7 +1638,13 @@ def _d_ListOffsetsResponse_2(buf, p):
                         raise DecodeError('ListOffsetsResponse', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.leader_epoch = -1
@@ -1523,6 +1652,7 @@ def _d_ListOffsetsResponse_2(buf, p):
                         p += 22
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1566,7 +1696,13 @@ def _d_ListOffsetsResponse_3(buf, p):
                         raise DecodeError('ListOffsetsResponse', 3, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.leader_epoch = -1
@@ -1574,6 +1710,7 @@ def _d_ListOffsetsResponse_3(buf, p):
                         p += 22
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1617,13 +1754,20 @@ def _d_ListOffsetsResponse_4(buf, p):
                         raise DecodeError('ListOffsetsResponse', 4, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S_13.unpack_from(buf, p)
                         p += 26
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1667,13 +1811,20 @@ def _d_ListOffsetsResponse_5(buf, p):
                         raise DecodeError('ListOffsetsResponse', 5, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S_13.unpack_from(buf, p)
                         p += 26
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1739,7 +1890,13 @@ def _d_ListOffsetsResponse_6(buf, p):
                         raise DecodeError('ListOffsetsResponse', 6, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
@@ -1765,6 +1922,7 @@ def _d_ListOffsetsResponse_6(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1868,7 +2026,13 @@ def _d_ListOffsetsResponse_7(buf, p):
                         raise DecodeError('ListOffsetsResponse', 7, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
@@ -1894,6 +2058,7 @@ def _d_ListOffsetsResponse_7(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1997,7 +2162,13 @@ def _d_ListOffsetsResponse_8(buf, p):
                         raise DecodeError('ListOffsetsResponse', 8, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_8(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
@@ -2023,6 +2194,7 @@ def _d_ListOffsetsResponse_8(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2126,7 +2298,13 @@ def _d_ListOffsetsResponse_9(buf, p):
                         raise DecodeError('ListOffsetsResponse', 9, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_9(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
@@ -2152,6 +2330,7 @@ def _d_ListOffsetsResponse_9(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2255,7 +2434,13 @@ def _d_ListOffsetsResponse_10(buf, p):
                         raise DecodeError('ListOffsetsResponse', 10, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_10(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
@@ -2281,6 +2466,7 @@ def _d_ListOffsetsResponse_10(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2384,7 +2570,13 @@ def _d_ListOffsetsResponse_11(buf, p):
                         raise DecodeError('ListOffsetsResponse', 11, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListOffsetsResponse_ListOffsetsPartitionResponse_11(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
                         o2.old_style_offsets = []
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, k = _S_14.unpack_from(buf, p)
@@ -2410,6 +2602,7 @@ def _d_ListOffsetsResponse_11(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2571,6 +2764,30 @@ def _e_ListOffsetsResponse_6(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_0 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('old_style_offsets', 'q', True)], {'timestamp': '-1', 'offset': '-1', 'leader_epoch': '-1'}, False, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_1 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False)], {'old_style_offsets': '[]', 'leader_epoch': '-1'}, False, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_2 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False)], {'old_style_offsets': '[]', 'leader_epoch': '-1'}, False, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_3 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False)], {'old_style_offsets': '[]', 'leader_epoch': '-1'}, False, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_4 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False), ('leader_epoch', 'i', False)], {'old_style_offsets': '[]'}, False, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_5 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False), ('leader_epoch', 'i', False)], {'old_style_offsets': '[]'}, False, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_6 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False), ('leader_epoch', 'i', False)], {'old_style_offsets': '[]'}, True, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_7 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False), ('leader_epoch', 'i', False)], {'old_style_offsets': '[]'}, True, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_8 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False), ('leader_epoch', 'i', False)], {'old_style_offsets': '[]'}, True, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_9 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False), ('leader_epoch', 'i', False)], {'old_style_offsets': '[]'}, True, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_10 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False), ('leader_epoch', 'i', False)], {'old_style_offsets': '[]'}, True, globals())
+
+_L_ListOffsetsResponse_ListOffsetsPartitionResponse_11 = _ElementLayout(_ListOffsetsResponse_ListOffsetsPartitionResponse, [('partition_index', 'i', False), ('error_code', 'h', False), ('timestamp', 'q', False), ('offset', 'q', False), ('leader_epoch', 'i', False)], {'old_style_offsets': '[]'}, True, globals())
 
 ListOffsetsResponse._DEC = {0: _d_ListOffsetsResponse_0, 1: _d_ListOffsetsResponse_1, 2: _d_ListOffsetsResponse_2, 3: _d_ListOffsetsResponse_3, 4: _d_ListOffsetsResponse_4, 5: _d_ListOffsetsResponse_5, 6: _d_ListOffsetsResponse_6, 7: _d_ListOffsetsResponse_7, 8: _d_ListOffsetsResponse_8, 9: _d_ListOffsetsResponse_9, 10: _d_ListOffsetsResponse_10, 11: _d_ListOffsetsResponse_11}
 ListOffsetsResponse._ENC = {0: _e_ListOffsetsResponse_0, 1: _e_ListOffsetsResponse_1, 2: _e_ListOffsetsResponse_2, 3: _e_ListOffsetsResponse_2, 4: _e_ListOffsetsResponse_4, 5: _e_ListOffsetsResponse_4, 6: _e_ListOffsetsResponse_6, 7: _e_ListOffsetsResponse_6, 8: _e_ListOffsetsResponse_6, 9: _e_ListOffsetsResponse_6, 10: _e_ListOffsetsResponse_6, 11: _e_ListOffsetsResponse_6}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -342,7 +343,13 @@ def _d_ListPartitionReassignmentsResponse_0(buf, p):
                         raise DecodeError('ListPartitionReassignmentsResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ListPartitionReassignmentsResponse_OngoingPartitionReassignment)
                         o2.partition_index, k = _S_0.unpack_from(buf, p)
                         p += 4
@@ -429,6 +436,7 @@ def _d_ListPartitionReassignmentsResponse_0(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -554,6 +562,8 @@ def _e_ListPartitionReassignmentsResponse_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_0 = _ElementLayout(_ListPartitionReassignmentsResponse_OngoingPartitionReassignment, [('partition_index', 'i', False), ('replicas', 'i', True), ('adding_replicas', 'i', True), ('removing_replicas', 'i', True)], {}, True, globals())
 
 ListPartitionReassignmentsResponse._DEC = {0: _d_ListPartitionReassignmentsResponse_0}
 ListPartitionReassignmentsResponse._ENC = {0: _e_ListPartitionReassignmentsResponse_0}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -1148,7 +1149,13 @@ def _d_MetadataResponse_0(buf, p):
                         raise DecodeError('MetadataResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.leader_epoch = -1
                         o2.offline_replicas = []
@@ -1178,6 +1185,7 @@ def _d_MetadataResponse_0(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1261,7 +1269,13 @@ def _d_MetadataResponse_1(buf, p):
                         raise DecodeError('MetadataResponse', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.leader_epoch = -1
                         o2.offline_replicas = []
@@ -1291,6 +1305,7 @@ def _d_MetadataResponse_1(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1383,7 +1398,13 @@ def _d_MetadataResponse_2(buf, p):
                         raise DecodeError('MetadataResponse', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.leader_epoch = -1
                         o2.offline_replicas = []
@@ -1413,6 +1434,7 @@ def _d_MetadataResponse_2(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1504,7 +1526,13 @@ def _d_MetadataResponse_3(buf, p):
                         raise DecodeError('MetadataResponse', 3, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.leader_epoch = -1
                         o2.offline_replicas = []
@@ -1534,6 +1562,7 @@ def _d_MetadataResponse_3(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1625,7 +1654,13 @@ def _d_MetadataResponse_4(buf, p):
                         raise DecodeError('MetadataResponse', 4, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.leader_epoch = -1
                         o2.offline_replicas = []
@@ -1655,6 +1690,7 @@ def _d_MetadataResponse_4(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1746,7 +1782,13 @@ def _d_MetadataResponse_5(buf, p):
                         raise DecodeError('MetadataResponse', 5, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.leader_epoch = -1
                         o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
@@ -1787,6 +1829,7 @@ def _d_MetadataResponse_5(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1878,7 +1921,13 @@ def _d_MetadataResponse_6(buf, p):
                         raise DecodeError('MetadataResponse', 6, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.leader_epoch = -1
                         o2.error_code, o2.partition_index, o2.leader_id, n = _S_11.unpack_from(buf, p)
@@ -1919,6 +1968,7 @@ def _d_MetadataResponse_6(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2010,7 +2060,13 @@ def _d_MetadataResponse_7(buf, p):
                         raise DecodeError('MetadataResponse', 7, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n = _S_14.unpack_from(buf, p)
                         p += 18
@@ -2050,6 +2106,7 @@ def _d_MetadataResponse_7(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2139,7 +2196,13 @@ def _d_MetadataResponse_8(buf, p):
                         raise DecodeError('MetadataResponse', 8, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_8(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n = _S_14.unpack_from(buf, p)
                         p += 18
@@ -2179,6 +2242,7 @@ def _d_MetadataResponse_8(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.topic_authorized_operations, = _S_0.unpack_from(buf, p)
                 p += 4
@@ -2360,7 +2424,13 @@ def _d_MetadataResponse_9(buf, p):
                         raise DecodeError('MetadataResponse', 9, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_9(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
                         p += 14
@@ -2447,6 +2517,7 @@ def _d_MetadataResponse_9(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
                 p += 4
@@ -2665,7 +2736,13 @@ def _d_MetadataResponse_10(buf, p):
                         raise DecodeError('MetadataResponse', 10, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_10(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
                         p += 14
@@ -2752,6 +2829,7 @@ def _d_MetadataResponse_10(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
                 p += 4
@@ -2971,7 +3049,13 @@ def _d_MetadataResponse_11(buf, p):
                         raise DecodeError('MetadataResponse', 11, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_11(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
                         p += 14
@@ -3058,6 +3142,7 @@ def _d_MetadataResponse_11(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
                 p += 4
@@ -3275,7 +3360,13 @@ def _d_MetadataResponse_12(buf, p):
                         raise DecodeError('MetadataResponse', 12, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_12(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
                         p += 14
@@ -3362,6 +3453,7 @@ def _d_MetadataResponse_12(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
                 p += 4
@@ -3578,7 +3670,13 @@ def _d_MetadataResponse_13(buf, p):
                         raise DecodeError('MetadataResponse', 13, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_MetadataResponse_MetadataResponsePartition_13(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_MetadataResponse_MetadataResponsePartition)
                         o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, k = _S_18.unpack_from(buf, p)
                         p += 14
@@ -3665,6 +3763,7 @@ def _d_MetadataResponse_13(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.topic_authorized_operations, k = _S_15.unpack_from(buf, p)
                 p += 4
@@ -4268,6 +4367,34 @@ def _e_MetadataResponse_13(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_MetadataResponse_MetadataResponsePartition_0 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True)], {'leader_epoch': '-1', 'offline_replicas': '[]'}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_1 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True)], {'leader_epoch': '-1', 'offline_replicas': '[]'}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_2 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True)], {'leader_epoch': '-1', 'offline_replicas': '[]'}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_3 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True)], {'leader_epoch': '-1', 'offline_replicas': '[]'}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_4 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True)], {'leader_epoch': '-1', 'offline_replicas': '[]'}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_5 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {'leader_epoch': '-1'}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_6 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {'leader_epoch': '-1'}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_7 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('leader_epoch', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_8 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('leader_epoch', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {}, False, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_9 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('leader_epoch', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {}, True, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_10 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('leader_epoch', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {}, True, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_11 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('leader_epoch', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {}, True, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_12 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('leader_epoch', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {}, True, globals())
+
+_L_MetadataResponse_MetadataResponsePartition_13 = _ElementLayout(_MetadataResponse_MetadataResponsePartition, [('error_code', 'h', False), ('partition_index', 'i', False), ('leader_id', 'i', False), ('leader_epoch', 'i', False), ('replica_nodes', 'i', True), ('isr_nodes', 'i', True), ('offline_replicas', 'i', True)], {}, True, globals())
 
 MetadataResponse._DEC = {0: _d_MetadataResponse_0, 1: _d_MetadataResponse_1, 2: _d_MetadataResponse_2, 3: _d_MetadataResponse_3, 4: _d_MetadataResponse_4, 5: _d_MetadataResponse_5, 6: _d_MetadataResponse_6, 7: _d_MetadataResponse_7, 8: _d_MetadataResponse_8, 9: _d_MetadataResponse_9, 10: _d_MetadataResponse_10, 11: _d_MetadataResponse_11, 12: _d_MetadataResponse_12, 13: _d_MetadataResponse_13}
 MetadataResponse._ENC = {0: _e_MetadataResponse_0, 1: _e_MetadataResponse_1, 2: _e_MetadataResponse_2, 3: _e_MetadataResponse_3, 4: _e_MetadataResponse_3, 5: _e_MetadataResponse_5, 6: _e_MetadataResponse_5, 7: _e_MetadataResponse_7, 8: _e_MetadataResponse_8, 9: _e_MetadataResponse_9, 10: _e_MetadataResponse_10, 11: _e_MetadataResponse_11, 12: _e_MetadataResponse_12, 13: _e_MetadataResponse_13}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -1759,12 +1760,19 @@ def _d_OffsetCommitResponse_0(buf, p):
                         raise DecodeError('OffsetCommitResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1810,12 +1818,19 @@ def _d_OffsetCommitResponse_1(buf, p):
                         raise DecodeError('OffsetCommitResponse', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1861,12 +1876,19 @@ def _d_OffsetCommitResponse_2(buf, p):
                         raise DecodeError('OffsetCommitResponse', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1911,12 +1933,19 @@ def _d_OffsetCommitResponse_3(buf, p):
                         raise DecodeError('OffsetCommitResponse', 3, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1961,12 +1990,19 @@ def _d_OffsetCommitResponse_4(buf, p):
                         raise DecodeError('OffsetCommitResponse', 4, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2011,12 +2047,19 @@ def _d_OffsetCommitResponse_5(buf, p):
                         raise DecodeError('OffsetCommitResponse', 5, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2061,12 +2104,19 @@ def _d_OffsetCommitResponse_6(buf, p):
                         raise DecodeError('OffsetCommitResponse', 6, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2111,12 +2161,19 @@ def _d_OffsetCommitResponse_7(buf, p):
                         raise DecodeError('OffsetCommitResponse', 7, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2183,7 +2240,13 @@ def _d_OffsetCommitResponse_8(buf, p):
                         raise DecodeError('OffsetCommitResponse', 8, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_8(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code, k = _S_16.unpack_from(buf, p)
                         p += 6
@@ -2208,6 +2271,7 @@ def _d_OffsetCommitResponse_8(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2312,7 +2376,13 @@ def _d_OffsetCommitResponse_9(buf, p):
                         raise DecodeError('OffsetCommitResponse', 9, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_9(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code, k = _S_16.unpack_from(buf, p)
                         p += 6
@@ -2337,6 +2407,7 @@ def _d_OffsetCommitResponse_9(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2421,7 +2492,13 @@ def _d_OffsetCommitResponse_10(buf, p):
                         raise DecodeError('OffsetCommitResponse', 10, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetCommitResponse_OffsetCommitResponsePartition_10(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetCommitResponse_OffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code, k = _S_16.unpack_from(buf, p)
                         p += 6
@@ -2446,6 +2523,7 @@ def _d_OffsetCommitResponse_10(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2597,6 +2675,28 @@ def _e_OffsetCommitResponse_10(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_0 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_1 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_2 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_3 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_4 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_5 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_6 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_7 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_8 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_9 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
+
+_L_OffsetCommitResponse_OffsetCommitResponsePartition_10 = _ElementLayout(_OffsetCommitResponse_OffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
 
 OffsetCommitResponse._DEC = {0: _d_OffsetCommitResponse_0, 1: _d_OffsetCommitResponse_1, 2: _d_OffsetCommitResponse_2, 3: _d_OffsetCommitResponse_3, 4: _d_OffsetCommitResponse_4, 5: _d_OffsetCommitResponse_5, 6: _d_OffsetCommitResponse_6, 7: _d_OffsetCommitResponse_7, 8: _d_OffsetCommitResponse_8, 9: _d_OffsetCommitResponse_9, 10: _d_OffsetCommitResponse_10}
 OffsetCommitResponse._ENC = {0: _e_OffsetCommitResponse_0, 1: _e_OffsetCommitResponse_0, 2: _e_OffsetCommitResponse_0, 3: _e_OffsetCommitResponse_3, 4: _e_OffsetCommitResponse_3, 5: _e_OffsetCommitResponse_3, 6: _e_OffsetCommitResponse_3, 7: _e_OffsetCommitResponse_3, 8: _e_OffsetCommitResponse_8, 9: _e_OffsetCommitResponse_8, 10: _e_OffsetCommitResponse_10}

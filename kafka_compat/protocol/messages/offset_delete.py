@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -122,12 +123,19 @@ def _d_OffsetDeleteRequest_0(buf, p):
                         raise DecodeError('OffsetDeleteRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetDeleteRequest_OffsetDeleteRequestPartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetDeleteRequest_OffsetDeleteRequestPartition)
                         o2.partition_index, = _S_1.unpack_from(buf, p)
                         p += 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -159,6 +167,8 @@ def _e_OffsetDeleteRequest_0(o, b, h):
     b += _S_1.pack(len(lst))
     for e in lst:
         _e_OffsetDeleteRequest_OffsetDeleteRequestTopic_0(e, b, h)
+
+_L_OffsetDeleteRequest_OffsetDeleteRequestPartition_0 = _ElementLayout(_OffsetDeleteRequest_OffsetDeleteRequestPartition, [('partition_index', 'i', False)], {}, False, globals())
 
 OffsetDeleteRequest._DEC = {0: _d_OffsetDeleteRequest_0}
 OffsetDeleteRequest._ENC = {0: _e_OffsetDeleteRequest_0}
@@ -239,12 +249,19 @@ def _d_OffsetDeleteResponse_0(buf, p):
                         raise DecodeError('OffsetDeleteResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetDeleteResponse_OffsetDeleteResponsePartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetDeleteResponse_OffsetDeleteResponsePartition)
                         o2.partition_index, o2.error_code = _S_3.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -273,6 +290,8 @@ def _e_OffsetDeleteResponse_0(o, b, h):
     b += _S_1.pack(len(lst))
     for e in lst:
         _e_OffsetDeleteResponse_OffsetDeleteResponseTopic_0(e, b, h)
+
+_L_OffsetDeleteResponse_OffsetDeleteResponsePartition_0 = _ElementLayout(_OffsetDeleteResponse_OffsetDeleteResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
 
 OffsetDeleteResponse._DEC = {0: _d_OffsetDeleteResponse_0}
 OffsetDeleteResponse._ENC = {0: _e_OffsetDeleteResponse_0}

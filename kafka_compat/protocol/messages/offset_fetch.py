@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -1162,7 +1163,13 @@ def _d_OffsetFetchRequest_10(buf, p):
                         raise DecodeError('OffsetFetchRequest', 10, p, 'array Topics longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetFetchRequest_OffsetFetchRequestTopics_10(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetFetchRequest_OffsetFetchRequestTopics)
                         o2.name = ''
                         o2.topic_id, k = _S_4.unpack_from(buf, p)
@@ -1208,6 +1215,7 @@ def _d_OffsetFetchRequest_10(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.topics = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1502,6 +1510,8 @@ def _e_OffsetFetchRequest_10(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_OffsetFetchRequest_OffsetFetchRequestTopics_10 = _ElementLayout(_OffsetFetchRequest_OffsetFetchRequestTopics, [('topic_id', '16s', False), ('partition_indexes', 'i', True)], {'name': "''"}, True, globals())
 
 OffsetFetchRequest._DEC = {0: _d_OffsetFetchRequest_0, 1: _d_OffsetFetchRequest_1, 2: _d_OffsetFetchRequest_2, 3: _d_OffsetFetchRequest_3, 4: _d_OffsetFetchRequest_4, 5: _d_OffsetFetchRequest_5, 6: _d_OffsetFetchRequest_6, 7: _d_OffsetFetchRequest_7, 8: _d_OffsetFetchRequest_8, 9: _d_OffsetFetchRequest_9, 10: _d_OffsetFetchRequest_10}
 OffsetFetchRequest._ENC = {0: _e_OffsetFetchRequest_0, 1: _e_OffsetFetchRequest_0, 2: _e_OffsetFetchRequest_2, 3: _e_OffsetFetchRequest_2, 4: _e_OffsetFetchRequest_2, 5: _e_OffsetFetchRequest_2, 6: _e_OffsetFetchRequest_6, 7: _e_OffsetFetchRequest_7, 8: _e_OffsetFetchRequest_8, 9: _e_OffsetFetchRequest_9, 10: _e_OffsetFetchRequest_10}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -119,13 +120,20 @@ def _d_OffsetForLeaderEpochRequest_0(buf, p):
                         raise DecodeError('OffsetForLeaderEpochRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
                         o2.current_leader_epoch = -1
                         o2.partition, o2.leader_epoch = _S_2.unpack_from(buf, p)
                         p += 8
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -170,13 +178,20 @@ def _d_OffsetForLeaderEpochRequest_1(buf, p):
                         raise DecodeError('OffsetForLeaderEpochRequest', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
                         o2.current_leader_epoch = -1
                         o2.partition, o2.leader_epoch = _S_2.unpack_from(buf, p)
                         p += 8
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -221,12 +236,19 @@ def _d_OffsetForLeaderEpochRequest_2(buf, p):
                         raise DecodeError('OffsetForLeaderEpochRequest', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S_3.unpack_from(buf, p)
                         p += 12
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -270,12 +292,19 @@ def _d_OffsetForLeaderEpochRequest_3(buf, p):
                         raise DecodeError('OffsetForLeaderEpochRequest', 3, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S_3.unpack_from(buf, p)
                         p += 12
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -341,7 +370,13 @@ def _d_OffsetForLeaderEpochRequest_4(buf, p):
                         raise DecodeError('OffsetForLeaderEpochRequest', 4, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch, k = _S_5.unpack_from(buf, p)
                         p += 12
@@ -366,6 +401,7 @@ def _d_OffsetForLeaderEpochRequest_4(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -505,6 +541,16 @@ def _e_OffsetForLeaderEpochRequest_4(o, b, h):
     else:
         b.append(0)
 
+_L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_0 = _ElementLayout(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition, [('partition', 'i', False), ('leader_epoch', 'i', False)], {'current_leader_epoch': '-1'}, False, globals())
+
+_L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_1 = _ElementLayout(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition, [('partition', 'i', False), ('leader_epoch', 'i', False)], {'current_leader_epoch': '-1'}, False, globals())
+
+_L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_2 = _ElementLayout(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('leader_epoch', 'i', False)], {}, False, globals())
+
+_L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_3 = _ElementLayout(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('leader_epoch', 'i', False)], {}, False, globals())
+
+_L_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_4 = _ElementLayout(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition, [('partition', 'i', False), ('current_leader_epoch', 'i', False), ('leader_epoch', 'i', False)], {}, True, globals())
+
 OffsetForLeaderEpochRequest._DEC = {0: _d_OffsetForLeaderEpochRequest_0, 1: _d_OffsetForLeaderEpochRequest_1, 2: _d_OffsetForLeaderEpochRequest_2, 3: _d_OffsetForLeaderEpochRequest_3, 4: _d_OffsetForLeaderEpochRequest_4}
 OffsetForLeaderEpochRequest._ENC = {0: _e_OffsetForLeaderEpochRequest_0, 1: _e_OffsetForLeaderEpochRequest_0, 2: _e_OffsetForLeaderEpochRequest_2, 3: _e_OffsetForLeaderEpochRequest_3, 4: _e_OffsetForLeaderEpochRequest_4}
 
@@ -586,13 +632,20 @@ def _d_OffsetForLeaderEpochResponse_0(buf, p):
                         raise DecodeError('OffsetForLeaderEpochResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochResponse_EpochEndOffset_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
                         o2.leader_epoch = -1
                         o2.error_code, o2.partition, o2.end_offset = _S_6.unpack_from(buf, p)
                         p += 14
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -637,12 +690,19 @@ def _d_OffsetForLeaderEpochResponse_1(buf, p):
                         raise DecodeError('OffsetForLeaderEpochResponse', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochResponse_EpochEndOffset_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S_7.unpack_from(buf, p)
                         p += 18
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -686,12 +746,19 @@ def _d_OffsetForLeaderEpochResponse_2(buf, p):
                         raise DecodeError('OffsetForLeaderEpochResponse', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochResponse_EpochEndOffset_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S_7.unpack_from(buf, p)
                         p += 18
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -735,12 +802,19 @@ def _d_OffsetForLeaderEpochResponse_3(buf, p):
                         raise DecodeError('OffsetForLeaderEpochResponse', 3, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochResponse_EpochEndOffset_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S_7.unpack_from(buf, p)
                         p += 18
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -806,7 +880,13 @@ def _d_OffsetForLeaderEpochResponse_4(buf, p):
                         raise DecodeError('OffsetForLeaderEpochResponse', 4, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_OffsetForLeaderEpochResponse_EpochEndOffset_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_OffsetForLeaderEpochResponse_EpochEndOffset)
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, k = _S_8.unpack_from(buf, p)
                         p += 18
@@ -831,6 +911,7 @@ def _d_OffsetForLeaderEpochResponse_4(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -969,6 +1050,16 @@ def _e_OffsetForLeaderEpochResponse_4(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_OffsetForLeaderEpochResponse_EpochEndOffset_0 = _ElementLayout(_OffsetForLeaderEpochResponse_EpochEndOffset, [('error_code', 'h', False), ('partition', 'i', False), ('end_offset', 'q', False)], {'leader_epoch': '-1'}, False, globals())
+
+_L_OffsetForLeaderEpochResponse_EpochEndOffset_1 = _ElementLayout(_OffsetForLeaderEpochResponse_EpochEndOffset, [('error_code', 'h', False), ('partition', 'i', False), ('leader_epoch', 'i', False), ('end_offset', 'q', False)], {}, False, globals())
+
+_L_OffsetForLeaderEpochResponse_EpochEndOffset_2 = _ElementLayout(_OffsetForLeaderEpochResponse_EpochEndOffset, [('error_code', 'h', False), ('partition', 'i', False), ('leader_epoch', 'i', False), ('end_offset', 'q', False)], {}, False, globals())
+
+_L_OffsetForLeaderEpochResponse_EpochEndOffset_3 = _ElementLayout(_OffsetForLeaderEpochResponse_EpochEndOffset, [('error_code', 'h', False), ('partition', 'i', False), ('leader_epoch', 'i', False), ('end_offset', 'q', False)], {}, False, globals())
+
+_L_OffsetForLeaderEpochResponse_EpochEndOffset_4 = _ElementLayout(_OffsetForLeaderEpochResponse_EpochEndOffset, [('error_code', 'h', False), ('partition', 'i', False), ('leader_epoch', 'i', False), ('end_offset', 'q', False)], {}, True, globals())
 
 OffsetForLeaderEpochResponse._DEC = {0: _d_OffsetForLeaderEpochResponse_0, 1: _d_OffsetForLeaderEpochResponse_1, 2: _d_OffsetForLeaderEpochResponse_2, 3: _d_OffsetForLeaderEpochResponse_3, 4: _d_OffsetForLeaderEpochResponse_4}
 OffsetForLeaderEpochResponse._ENC = {0: _e_OffsetForLeaderEpochResponse_0, 1: _e_OffsetForLeaderEpochResponse_1, 2: _e_OffsetForLeaderEpochResponse_2, 3: _e_OffsetForLeaderEpochResponse_2, 4: _e_OffsetForLeaderEpochResponse_4}

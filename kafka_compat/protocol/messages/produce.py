@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -1807,7 +1808,13 @@ def _d_ProduceResponse_0(buf, p):
                         raise DecodeError('ProduceResponse', 0, p, 'array PartitionResponses longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ProduceResponse_PartitionProduceResponse_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ProduceResponse_PartitionProduceResponse)
                         o2.log_append_time_ms = -1
                         o2.log_start_offset = -1
@@ -1818,6 +1825,7 @@ def _d_ProduceResponse_0(buf, p):
                         p += 14
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_responses = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1863,7 +1871,13 @@ def _d_ProduceResponse_1(buf, p):
                         raise DecodeError('ProduceResponse', 1, p, 'array PartitionResponses longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ProduceResponse_PartitionProduceResponse_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ProduceResponse_PartitionProduceResponse)
                         o2.log_append_time_ms = -1
                         o2.log_start_offset = -1
@@ -1874,6 +1888,7 @@ def _d_ProduceResponse_1(buf, p):
                         p += 14
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_responses = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1921,7 +1936,13 @@ def _d_ProduceResponse_2(buf, p):
                         raise DecodeError('ProduceResponse', 2, p, 'array PartitionResponses longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ProduceResponse_PartitionProduceResponse_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ProduceResponse_PartitionProduceResponse)
                         o2.log_start_offset = -1
                         o2.record_errors = []
@@ -1931,6 +1952,7 @@ def _d_ProduceResponse_2(buf, p):
                         p += 22
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_responses = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1978,7 +2000,13 @@ def _d_ProduceResponse_3(buf, p):
                         raise DecodeError('ProduceResponse', 3, p, 'array PartitionResponses longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ProduceResponse_PartitionProduceResponse_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ProduceResponse_PartitionProduceResponse)
                         o2.log_start_offset = -1
                         o2.record_errors = []
@@ -1988,6 +2016,7 @@ def _d_ProduceResponse_3(buf, p):
                         p += 22
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_responses = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2035,7 +2064,13 @@ def _d_ProduceResponse_4(buf, p):
                         raise DecodeError('ProduceResponse', 4, p, 'array PartitionResponses longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ProduceResponse_PartitionProduceResponse_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ProduceResponse_PartitionProduceResponse)
                         o2.log_start_offset = -1
                         o2.record_errors = []
@@ -2045,6 +2080,7 @@ def _d_ProduceResponse_4(buf, p):
                         p += 22
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_responses = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2092,7 +2128,13 @@ def _d_ProduceResponse_5(buf, p):
                         raise DecodeError('ProduceResponse', 5, p, 'array PartitionResponses longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ProduceResponse_PartitionProduceResponse_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ProduceResponse_PartitionProduceResponse)
                         o2.record_errors = []
                         o2.error_message = None
@@ -2101,6 +2143,7 @@ def _d_ProduceResponse_5(buf, p):
                         p += 30
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_responses = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2148,7 +2191,13 @@ def _d_ProduceResponse_6(buf, p):
                         raise DecodeError('ProduceResponse', 6, p, 'array PartitionResponses longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ProduceResponse_PartitionProduceResponse_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ProduceResponse_PartitionProduceResponse)
                         o2.record_errors = []
                         o2.error_message = None
@@ -2157,6 +2206,7 @@ def _d_ProduceResponse_6(buf, p):
                         p += 30
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_responses = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -2204,7 +2254,13 @@ def _d_ProduceResponse_7(buf, p):
                         raise DecodeError('ProduceResponse', 7, p, 'array PartitionResponses longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ProduceResponse_PartitionProduceResponse_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ProduceResponse_PartitionProduceResponse)
                         o2.record_errors = []
                         o2.error_message = None
@@ -2213,6 +2269,7 @@ def _d_ProduceResponse_7(buf, p):
                         p += 30
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_responses = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -4228,6 +4285,22 @@ def _e_ProduceResponse_13(o, b, h):
         tg.extend(u)
         tg.sort(key=_first)
     _write_tags(b, tg)
+
+_L_ProduceResponse_PartitionProduceResponse_0 = _ElementLayout(_ProduceResponse_PartitionProduceResponse, [('index', 'i', False), ('error_code', 'h', False), ('base_offset', 'q', False)], {'log_append_time_ms': '-1', 'log_start_offset': '-1', 'record_errors': '[]', 'error_message': 'None', 'current_leader': '_ProduceResponse_LeaderIdAndEpoch()'}, False, globals())
+
+_L_ProduceResponse_PartitionProduceResponse_1 = _ElementLayout(_ProduceResponse_PartitionProduceResponse, [('index', 'i', False), ('error_code', 'h', False), ('base_offset', 'q', False)], {'log_append_time_ms': '-1', 'log_start_offset': '-1', 'record_errors': '[]', 'error_message': 'None', 'current_leader': '_ProduceResponse_LeaderIdAndEpoch()'}, False, globals())
+
+_L_ProduceResponse_PartitionProduceResponse_2 = _ElementLayout(_ProduceResponse_PartitionProduceResponse, [('index', 'i', False), ('error_code', 'h', False), ('base_offset', 'q', False), ('log_append_time_ms', 'q', False)], {'log_start_offset': '-1', 'record_errors': '[]', 'error_message': 'None', 'current_leader': '_ProduceResponse_LeaderIdAndEpoch()'}, False, globals())
+
+_L_ProduceResponse_PartitionProduceResponse_3 = _ElementLayout(_ProduceResponse_PartitionProduceResponse, [('index', 'i', False), ('error_code', 'h', False), ('base_offset', 'q', False), ('log_append_time_ms', 'q', False)], {'log_start_offset': '-1', 'record_errors': '[]', 'error_message': 'None', 'current_leader': '_ProduceResponse_LeaderIdAndEpoch()'}, False, globals())
+
+_L_ProduceResponse_PartitionProduceResponse_4 = _ElementLayout(_ProduceResponse_PartitionProduceResponse, [('index', 'i', False), ('error_code', 'h', False), ('base_offset', 'q', False), ('log_append_time_ms', 'q', False)], {'log_start_offset': '-1', 'record_errors': '[]', 'error_message': 'None', 'current_leader': '_ProduceResponse_LeaderIdAndEpoch()'}, False, globals())
+
+_L_ProduceResponse_PartitionProduceResponse_5 = _ElementLayout(_ProduceResponse_PartitionProduceResponse, [('index', 'i', False), ('error_code', 'h', False), ('base_offset', 'q', False), ('log_append_time_ms', 'q', False), ('log_start_offset', 'q', False)], {'record_errors': '[]', 'error_message': 'None', 'current_leader': '_ProduceResponse_LeaderIdAndEpoch()'}, False, globals())
+
+_L_ProduceResponse_PartitionProduceResponse_6 = _ElementLayout(_ProduceResponse_PartitionProduceResponse, [('index', 'i', False), ('error_code', 'h', False), ('base_offset', 'q', False), ('log_append_time_ms', 'q', False), ('log_start_offset', 'q', False)], {'record_errors': '[]', 'error_message': 'None', 'current_leader': '_ProduceResponse_LeaderIdAndEpoch()'}, False, globals())
+
+_L_ProduceResponse_PartitionProduceResponse_7 = _ElementLayout(_ProduceResponse_PartitionProduceResponse, [('index', 'i', False), ('error_code', 'h', False), ('base_offset', 'q', False), ('log_append_time_ms', 'q', False), ('log_start_offset', 'q', False)], {'record_errors': '[]', 'error_message': 'None', 'current_leader': '_ProduceResponse_LeaderIdAndEpoch()'}, False, globals())
 
 def _nd_ProduceResponse_LeaderIdAndEpoch(x):
     return ((x.leader_id != -1)

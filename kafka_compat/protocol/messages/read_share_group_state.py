@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -140,7 +141,13 @@ def _d_ReadShareGroupStateRequest_0(buf, p):
                         raise DecodeError('ReadShareGroupStateRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ReadShareGroupStateRequest_PartitionData_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ReadShareGroupStateRequest_PartitionData)
                         o2.partition, o2.leader_epoch, k = _S_1.unpack_from(buf, p)
                         p += 8
@@ -165,6 +172,7 @@ def _d_ReadShareGroupStateRequest_0(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -258,6 +266,8 @@ def _e_ReadShareGroupStateRequest_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ReadShareGroupStateRequest_PartitionData_0 = _ElementLayout(_ReadShareGroupStateRequest_PartitionData, [('partition', 'i', False), ('leader_epoch', 'i', False)], {}, True, globals())
 
 ReadShareGroupStateRequest._DEC = {0: _d_ReadShareGroupStateRequest_0}
 ReadShareGroupStateRequest._ENC = {0: _e_ReadShareGroupStateRequest_0}
@@ -394,7 +404,13 @@ def _d_ReadShareGroupStateResponse_0(buf, p):
                                 raise DecodeError('ReadShareGroupStateResponse', 0, p, 'array StateBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ReadShareGroupStateResponse_StateBatch_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ReadShareGroupStateResponse_StateBatch)
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, k = _S_6.unpack_from(buf, p)
                                 p += 19
@@ -419,6 +435,7 @@ def _d_ReadShareGroupStateResponse_0(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.state_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -554,6 +571,8 @@ def _e_ReadShareGroupStateResponse_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ReadShareGroupStateResponse_StateBatch_0 = _ElementLayout(_ReadShareGroupStateResponse_StateBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('delivery_state', 'b', False), ('delivery_count', 'h', False)], {}, True, globals())
 
 ReadShareGroupStateResponse._DEC = {0: _d_ReadShareGroupStateResponse_0}
 ReadShareGroupStateResponse._ENC = {0: _e_ReadShareGroupStateResponse_0}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -140,7 +141,13 @@ def _d_ReadShareGroupStateSummaryRequest_0(buf, p):
                         raise DecodeError('ReadShareGroupStateSummaryRequest', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ReadShareGroupStateSummaryRequest_PartitionData_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ReadShareGroupStateSummaryRequest_PartitionData)
                         o2.partition, o2.leader_epoch, k = _S_1.unpack_from(buf, p)
                         p += 8
@@ -165,6 +172,7 @@ def _d_ReadShareGroupStateSummaryRequest_0(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -268,7 +276,13 @@ def _d_ReadShareGroupStateSummaryRequest_1(buf, p):
                         raise DecodeError('ReadShareGroupStateSummaryRequest', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_ReadShareGroupStateSummaryRequest_PartitionData_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_ReadShareGroupStateSummaryRequest_PartitionData)
                         o2.partition, o2.leader_epoch, k = _S_1.unpack_from(buf, p)
                         p += 8
@@ -293,6 +307,7 @@ def _d_ReadShareGroupStateSummaryRequest_1(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -386,6 +401,10 @@ def _e_ReadShareGroupStateSummaryRequest_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ReadShareGroupStateSummaryRequest_PartitionData_0 = _ElementLayout(_ReadShareGroupStateSummaryRequest_PartitionData, [('partition', 'i', False), ('leader_epoch', 'i', False)], {}, True, globals())
+
+_L_ReadShareGroupStateSummaryRequest_PartitionData_1 = _ElementLayout(_ReadShareGroupStateSummaryRequest_PartitionData, [('partition', 'i', False), ('leader_epoch', 'i', False)], {}, True, globals())
 
 ReadShareGroupStateSummaryRequest._DEC = {0: _d_ReadShareGroupStateSummaryRequest_0, 1: _d_ReadShareGroupStateSummaryRequest_1}
 ReadShareGroupStateSummaryRequest._ENC = {0: _e_ReadShareGroupStateSummaryRequest_0, 1: _e_ReadShareGroupStateSummaryRequest_0}

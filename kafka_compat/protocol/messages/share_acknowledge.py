@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -200,7 +201,13 @@ def _d_ShareAcknowledgeRequest_0(buf, p):
                                 raise DecodeError('ShareAcknowledgeRequest', 0, p, 'array AcknowledgementBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareAcknowledgeRequest_AcknowledgementBatch_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
                                 o3.first_offset, o3.last_offset, k = _S_2.unpack_from(buf, p)
                                 p += 16
@@ -245,6 +252,7 @@ def _d_ShareAcknowledgeRequest_0(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acknowledgement_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -412,7 +420,13 @@ def _d_ShareAcknowledgeRequest_1(buf, p):
                                 raise DecodeError('ShareAcknowledgeRequest', 1, p, 'array AcknowledgementBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareAcknowledgeRequest_AcknowledgementBatch_1(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
                                 o3.first_offset, o3.last_offset, k = _S_2.unpack_from(buf, p)
                                 p += 16
@@ -457,6 +471,7 @@ def _d_ShareAcknowledgeRequest_1(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acknowledgement_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -623,7 +638,13 @@ def _d_ShareAcknowledgeRequest_2(buf, p):
                                 raise DecodeError('ShareAcknowledgeRequest', 2, p, 'array AcknowledgementBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareAcknowledgeRequest_AcknowledgementBatch_2(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareAcknowledgeRequest_AcknowledgementBatch)
                                 o3.first_offset, o3.last_offset, k = _S_2.unpack_from(buf, p)
                                 p += 16
@@ -668,6 +689,7 @@ def _d_ShareAcknowledgeRequest_2(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acknowledgement_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -859,6 +881,12 @@ def _e_ShareAcknowledgeRequest_2(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ShareAcknowledgeRequest_AcknowledgementBatch_0 = _ElementLayout(_ShareAcknowledgeRequest_AcknowledgementBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('acknowledge_types', 'b', True)], {}, True, globals())
+
+_L_ShareAcknowledgeRequest_AcknowledgementBatch_1 = _ElementLayout(_ShareAcknowledgeRequest_AcknowledgementBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('acknowledge_types', 'b', True)], {}, True, globals())
+
+_L_ShareAcknowledgeRequest_AcknowledgementBatch_2 = _ElementLayout(_ShareAcknowledgeRequest_AcknowledgementBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('acknowledge_types', 'b', True)], {}, True, globals())
 
 ShareAcknowledgeRequest._DEC = {0: _d_ShareAcknowledgeRequest_0, 1: _d_ShareAcknowledgeRequest_1, 2: _d_ShareAcknowledgeRequest_2}
 ShareAcknowledgeRequest._ENC = {0: _e_ShareAcknowledgeRequest_0, 1: _e_ShareAcknowledgeRequest_0, 2: _e_ShareAcknowledgeRequest_2}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -231,7 +232,13 @@ def _d_ShareFetchRequest_0(buf, p):
                                 raise DecodeError('ShareFetchRequest', 0, p, 'array AcknowledgementBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareFetchRequest_AcknowledgementBatch_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareFetchRequest_AcknowledgementBatch)
                                 o3.first_offset, o3.last_offset, k = _S_3.unpack_from(buf, p)
                                 p += 16
@@ -276,6 +283,7 @@ def _d_ShareFetchRequest_0(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acknowledgement_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -334,7 +342,13 @@ def _d_ShareFetchRequest_0(buf, p):
                 raise DecodeError('ShareFetchRequest', 0, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ShareFetchRequest_ForgottenTopic_0(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ShareFetchRequest_ForgottenTopic)
                 o1.topic_id, k = _S_1.unpack_from(buf, p)
                 p += 16
@@ -379,6 +393,7 @@ def _d_ShareFetchRequest_0(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         if buf[p] == 0:
             p += 1
@@ -504,7 +519,13 @@ def _d_ShareFetchRequest_1(buf, p):
                                 raise DecodeError('ShareFetchRequest', 1, p, 'array AcknowledgementBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareFetchRequest_AcknowledgementBatch_1(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareFetchRequest_AcknowledgementBatch)
                                 o3.first_offset, o3.last_offset, k = _S_3.unpack_from(buf, p)
                                 p += 16
@@ -549,6 +570,7 @@ def _d_ShareFetchRequest_1(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acknowledgement_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -607,7 +629,13 @@ def _d_ShareFetchRequest_1(buf, p):
                 raise DecodeError('ShareFetchRequest', 1, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ShareFetchRequest_ForgottenTopic_1(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ShareFetchRequest_ForgottenTopic)
                 o1.topic_id, k = _S_1.unpack_from(buf, p)
                 p += 16
@@ -652,6 +680,7 @@ def _d_ShareFetchRequest_1(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         if buf[p] == 0:
             p += 1
@@ -775,7 +804,13 @@ def _d_ShareFetchRequest_2(buf, p):
                                 raise DecodeError('ShareFetchRequest', 2, p, 'array AcknowledgementBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareFetchRequest_AcknowledgementBatch_2(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareFetchRequest_AcknowledgementBatch)
                                 o3.first_offset, o3.last_offset, k = _S_3.unpack_from(buf, p)
                                 p += 16
@@ -820,6 +855,7 @@ def _d_ShareFetchRequest_2(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acknowledgement_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -878,7 +914,13 @@ def _d_ShareFetchRequest_2(buf, p):
                 raise DecodeError('ShareFetchRequest', 2, p, 'array ForgottenTopicsData longer than the frame')
             lst0 = []
             app0 = lst0.append
-            for _ in range(n):
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ShareFetchRequest_ForgottenTopic_2(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
                 o1 = new(_ShareFetchRequest_ForgottenTopic)
                 o1.topic_id, k = _S_1.unpack_from(buf, p)
                 p += 16
@@ -923,6 +965,7 @@ def _d_ShareFetchRequest_2(buf, p):
                             p = q1
                     o1.unknown_tags = u1
                 app0(o1)
+                r0 -= 1
             o0.forgotten_topics_data = lst0
         if buf[p] == 0:
             p += 1
@@ -1179,6 +1222,18 @@ def _e_ShareFetchRequest_2(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ShareFetchRequest_AcknowledgementBatch_0 = _ElementLayout(_ShareFetchRequest_AcknowledgementBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('acknowledge_types', 'b', True)], {}, True, globals())
+
+_L_ShareFetchRequest_ForgottenTopic_0 = _ElementLayout(_ShareFetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
+
+_L_ShareFetchRequest_AcknowledgementBatch_1 = _ElementLayout(_ShareFetchRequest_AcknowledgementBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('acknowledge_types', 'b', True)], {}, True, globals())
+
+_L_ShareFetchRequest_ForgottenTopic_1 = _ElementLayout(_ShareFetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
+
+_L_ShareFetchRequest_AcknowledgementBatch_2 = _ElementLayout(_ShareFetchRequest_AcknowledgementBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('acknowledge_types', 'b', True)], {}, True, globals())
+
+_L_ShareFetchRequest_ForgottenTopic_2 = _ElementLayout(_ShareFetchRequest_ForgottenTopic, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
 
 ShareFetchRequest._DEC = {0: _d_ShareFetchRequest_0, 1: _d_ShareFetchRequest_1, 2: _d_ShareFetchRequest_2}
 ShareFetchRequest._ENC = {0: _e_ShareFetchRequest_0, 1: _e_ShareFetchRequest_1, 2: _e_ShareFetchRequest_2}
@@ -1439,7 +1494,13 @@ def _d_ShareFetchResponse_0(buf, p):
                                 raise DecodeError('ShareFetchResponse', 0, p, 'array AcquiredRecords longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareFetchResponse_AcquiredRecords_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareFetchResponse_AcquiredRecords)
                                 o3.first_offset, o3.last_offset, o3.delivery_count, k = _S_16.unpack_from(buf, p)
                                 p += 18
@@ -1464,6 +1525,7 @@ def _d_ShareFetchResponse_0(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acquired_records = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1783,7 +1845,13 @@ def _d_ShareFetchResponse_1(buf, p):
                                 raise DecodeError('ShareFetchResponse', 1, p, 'array AcquiredRecords longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareFetchResponse_AcquiredRecords_1(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareFetchResponse_AcquiredRecords)
                                 o3.first_offset, o3.last_offset, o3.delivery_count, k = _S_16.unpack_from(buf, p)
                                 p += 18
@@ -1808,6 +1876,7 @@ def _d_ShareFetchResponse_1(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acquired_records = lst2
                         if buf[p] == 0:
                             p += 1
@@ -2127,7 +2196,13 @@ def _d_ShareFetchResponse_2(buf, p):
                                 raise DecodeError('ShareFetchResponse', 2, p, 'array AcquiredRecords longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_ShareFetchResponse_AcquiredRecords_2(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_ShareFetchResponse_AcquiredRecords)
                                 o3.first_offset, o3.last_offset, o3.delivery_count, k = _S_16.unpack_from(buf, p)
                                 p += 18
@@ -2152,6 +2227,7 @@ def _d_ShareFetchResponse_2(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.acquired_records = lst2
                         if buf[p] == 0:
                             p += 1
@@ -2553,6 +2629,12 @@ def _e_ShareFetchResponse_1(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ShareFetchResponse_AcquiredRecords_0 = _ElementLayout(_ShareFetchResponse_AcquiredRecords, [('first_offset', 'q', False), ('last_offset', 'q', False), ('delivery_count', 'h', False)], {}, True, globals())
+
+_L_ShareFetchResponse_AcquiredRecords_1 = _ElementLayout(_ShareFetchResponse_AcquiredRecords, [('first_offset', 'q', False), ('last_offset', 'q', False), ('delivery_count', 'h', False)], {}, True, globals())
+
+_L_ShareFetchResponse_AcquiredRecords_2 = _ElementLayout(_ShareFetchResponse_AcquiredRecords, [('first_offset', 'q', False), ('last_offset', 'q', False), ('delivery_count', 'h', False)], {}, True, globals())
 
 ShareFetchResponse._DEC = {0: _d_ShareFetchResponse_0, 1: _d_ShareFetchResponse_1, 2: _d_ShareFetchResponse_2}
 ShareFetchResponse._ENC = {0: _e_ShareFetchResponse_0, 1: _e_ShareFetchResponse_1, 2: _e_ShareFetchResponse_1}

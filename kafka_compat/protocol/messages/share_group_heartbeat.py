@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -498,7 +499,13 @@ def _d_ShareGroupHeartbeatResponse_0(buf, p):
                     raise DecodeError('ShareGroupHeartbeatResponse', 0, p, 'array TopicPartitions longer than the frame')
                 lst1 = []
                 app1 = lst1.append
-                for _ in range(n):
+                r1 = n
+                while r1:
+                    if r1 >= 8:
+                        cnt, p = _L_ShareGroupHeartbeatResponse_TopicPartitions_0(buf, p, r1, app1)
+                        if cnt:
+                            r1 -= cnt
+                            continue
                     o2 = new(_ShareGroupHeartbeatResponse_TopicPartitions)
                     o2.topic_id, k = _S_5.unpack_from(buf, p)
                     p += 16
@@ -543,6 +550,7 @@ def _d_ShareGroupHeartbeatResponse_0(buf, p):
                                 p = q2
                         o2.unknown_tags = u2
                     app1(o2)
+                    r1 -= 1
                 o1.topic_partitions = lst1
             if buf[p] == 0:
                 p += 1
@@ -659,7 +667,13 @@ def _d_ShareGroupHeartbeatResponse_1(buf, p):
                     raise DecodeError('ShareGroupHeartbeatResponse', 1, p, 'array TopicPartitions longer than the frame')
                 lst1 = []
                 app1 = lst1.append
-                for _ in range(n):
+                r1 = n
+                while r1:
+                    if r1 >= 8:
+                        cnt, p = _L_ShareGroupHeartbeatResponse_TopicPartitions_1(buf, p, r1, app1)
+                        if cnt:
+                            r1 -= cnt
+                            continue
                     o2 = new(_ShareGroupHeartbeatResponse_TopicPartitions)
                     o2.topic_id, k = _S_5.unpack_from(buf, p)
                     p += 16
@@ -704,6 +718,7 @@ def _d_ShareGroupHeartbeatResponse_1(buf, p):
                                 p = q2
                         o2.unknown_tags = u2
                     app1(o2)
+                    r1 -= 1
                 o1.topic_partitions = lst1
             if buf[p] == 0:
                 p += 1
@@ -815,6 +830,10 @@ def _e_ShareGroupHeartbeatResponse_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_ShareGroupHeartbeatResponse_TopicPartitions_0 = _ElementLayout(_ShareGroupHeartbeatResponse_TopicPartitions, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
+
+_L_ShareGroupHeartbeatResponse_TopicPartitions_1 = _ElementLayout(_ShareGroupHeartbeatResponse_TopicPartitions, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
 
 ShareGroupHeartbeatResponse._DEC = {0: _d_ShareGroupHeartbeatResponse_0, 1: _d_ShareGroupHeartbeatResponse_1}
 ShareGroupHeartbeatResponse._ENC = {0: _e_ShareGroupHeartbeatResponse_0, 1: _e_ShareGroupHeartbeatResponse_0}

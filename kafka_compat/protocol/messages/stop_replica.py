@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -381,7 +382,13 @@ def _d_StopReplicaRequest_3(buf, p):
                         raise DecodeError('StopReplicaRequest', 3, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_StopReplicaRequest_StopReplicaPartitionState_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_StopReplicaRequest_StopReplicaPartitionState)
                         o2.partition_index, o2.leader_epoch, o2.delete_partition, k = _S_6.unpack_from(buf, p)
                         p += 9
@@ -406,6 +413,7 @@ def _d_StopReplicaRequest_3(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -512,7 +520,13 @@ def _d_StopReplicaRequest_4(buf, p):
                         raise DecodeError('StopReplicaRequest', 4, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_StopReplicaRequest_StopReplicaPartitionState_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_StopReplicaRequest_StopReplicaPartitionState)
                         o2.partition_index, o2.leader_epoch, o2.delete_partition, k = _S_6.unpack_from(buf, p)
                         p += 9
@@ -537,6 +551,7 @@ def _d_StopReplicaRequest_4(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -714,6 +729,10 @@ def _e_StopReplicaRequest_4(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_StopReplicaRequest_StopReplicaPartitionState_3 = _ElementLayout(_StopReplicaRequest_StopReplicaPartitionState, [('partition_index', 'i', False), ('leader_epoch', 'i', False), ('delete_partition', '?', False)], {}, True, globals())
+
+_L_StopReplicaRequest_StopReplicaPartitionState_4 = _ElementLayout(_StopReplicaRequest_StopReplicaPartitionState, [('partition_index', 'i', False), ('leader_epoch', 'i', False), ('delete_partition', '?', False)], {}, True, globals())
 
 StopReplicaRequest._DEC = {0: _d_StopReplicaRequest_0, 1: _d_StopReplicaRequest_1, 2: _d_StopReplicaRequest_2, 3: _d_StopReplicaRequest_3, 4: _d_StopReplicaRequest_4}
 StopReplicaRequest._ENC = {0: _e_StopReplicaRequest_0, 1: _e_StopReplicaRequest_1, 2: _e_StopReplicaRequest_2, 3: _e_StopReplicaRequest_3, 4: _e_StopReplicaRequest_4}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -737,7 +738,13 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                             raise DecodeError('StreamsGroupHeartbeatRequest', 0, p, 'array CopartitionGroups longer than the frame')
                         lst2 = []
                         app2 = lst2.append
-                        for _ in range(n):
+                        r2 = n
+                        while r2:
+                            if r2 >= 8:
+                                cnt, p = _L_StreamsGroupHeartbeatRequest_CopartitionGroup_0(buf, p, r2, app2)
+                                if cnt:
+                                    r2 -= cnt
+                                    continue
                             o3 = new(_StreamsGroupHeartbeatRequest_CopartitionGroup)
                             k = buf[p]
                             if 0 < k < 65:
@@ -823,6 +830,7 @@ def _d_StreamsGroupHeartbeatRequest_0(buf, p):
                                         p = q3
                                 o3.unknown_tags = u3
                             app2(o3)
+                            r2 -= 1
                         o2.copartition_groups = lst2
                     if buf[p] == 0:
                         p += 1
@@ -1772,6 +1780,8 @@ def _e_StreamsGroupHeartbeatRequest_0(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_StreamsGroupHeartbeatRequest_CopartitionGroup_0 = _ElementLayout(_StreamsGroupHeartbeatRequest_CopartitionGroup, [('source_topics', 'h', True), ('source_topic_regex', 'h', True), ('repartition_source_topics', 'h', True)], {}, True, globals())
 
 StreamsGroupHeartbeatRequest._DEC = {0: _d_StreamsGroupHeartbeatRequest_0}
 StreamsGroupHeartbeatRequest._ENC = {0: _e_StreamsGroupHeartbeatRequest_0}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -1287,12 +1288,19 @@ def _d_TxnOffsetCommitResponse_0(buf, p):
                         raise DecodeError('TxnOffsetCommitResponse', 0, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1336,12 +1344,19 @@ def _d_TxnOffsetCommitResponse_1(buf, p):
                         raise DecodeError('TxnOffsetCommitResponse', 1, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1385,12 +1400,19 @@ def _d_TxnOffsetCommitResponse_2(buf, p):
                         raise DecodeError('TxnOffsetCommitResponse', 2, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_2(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code = _S_11.unpack_from(buf, p)
                         p += 6
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -1456,7 +1478,13 @@ def _d_TxnOffsetCommitResponse_3(buf, p):
                         raise DecodeError('TxnOffsetCommitResponse', 3, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
                         p += 6
@@ -1481,6 +1509,7 @@ def _d_TxnOffsetCommitResponse_3(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1584,7 +1613,13 @@ def _d_TxnOffsetCommitResponse_4(buf, p):
                         raise DecodeError('TxnOffsetCommitResponse', 4, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_4(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
                         p += 6
@@ -1609,6 +1644,7 @@ def _d_TxnOffsetCommitResponse_4(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1712,7 +1748,13 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
                         raise DecodeError('TxnOffsetCommitResponse', 5, p, 'array Partitions longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
                         o2.partition_index, o2.error_code, k = _S_13.unpack_from(buf, p)
                         p += 6
@@ -1737,6 +1779,7 @@ def _d_TxnOffsetCommitResponse_5(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partitions = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1850,6 +1893,18 @@ def _e_TxnOffsetCommitResponse_3(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_0 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_1 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_2 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_3 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
+
+_L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_4 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
+
+_L_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_5 = _ElementLayout(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
 
 TxnOffsetCommitResponse._DEC = {0: _d_TxnOffsetCommitResponse_0, 1: _d_TxnOffsetCommitResponse_1, 2: _d_TxnOffsetCommitResponse_2, 3: _d_TxnOffsetCommitResponse_3, 4: _d_TxnOffsetCommitResponse_4, 5: _d_TxnOffsetCommitResponse_5}
 TxnOffsetCommitResponse._ENC = {0: _e_TxnOffsetCommitResponse_0, 1: _e_TxnOffsetCommitResponse_0, 2: _e_TxnOffsetCommitResponse_0, 3: _e_TxnOffsetCommitResponse_3, 4: _e_TxnOffsetCommitResponse_3, 5: _e_TxnOffsetCommitResponse_3}

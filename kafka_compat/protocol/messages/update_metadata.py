@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -743,7 +744,13 @@ def _d_UpdateMetadataRequest_5(buf, p):
                         raise DecodeError('UpdateMetadataRequest', 5, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_UpdateMetadataRequest_UpdateMetadataPartitionState_5(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
                         o2.topic_name = ''
                         o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n = _S_2.unpack_from(buf, p)
@@ -784,6 +791,7 @@ def _d_UpdateMetadataRequest_5(buf, p):
                             p += n * 4
                         o2.unknown_tags = None
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 o1.unknown_tags = None
                 app0(o1)
@@ -915,7 +923,13 @@ def _d_UpdateMetadataRequest_6(buf, p):
                         raise DecodeError('UpdateMetadataRequest', 6, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_UpdateMetadataRequest_UpdateMetadataPartitionState_6(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
                         o2.topic_name = ''
                         o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_8.unpack_from(buf, p)
@@ -1004,6 +1018,7 @@ def _d_UpdateMetadataRequest_6(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1259,7 +1274,13 @@ def _d_UpdateMetadataRequest_7(buf, p):
                         raise DecodeError('UpdateMetadataRequest', 7, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_UpdateMetadataRequest_UpdateMetadataPartitionState_7(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
                         o2.topic_name = ''
                         o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_8.unpack_from(buf, p)
@@ -1348,6 +1369,7 @@ def _d_UpdateMetadataRequest_7(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -1602,7 +1624,13 @@ def _d_UpdateMetadataRequest_8(buf, p):
                         raise DecodeError('UpdateMetadataRequest', 8, p, 'array PartitionStates longer than the frame')
                     lst1 = []
                     app1 = lst1.append
-                    for _ in range(n):
+                    r1 = n
+                    while r1:
+                        if r1 >= 8:
+                            cnt, p = _L_UpdateMetadataRequest_UpdateMetadataPartitionState_8(buf, p, r1, app1)
+                            if cnt:
+                                r1 -= cnt
+                                continue
                         o2 = new(_UpdateMetadataRequest_UpdateMetadataPartitionState)
                         o2.topic_name = ''
                         o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, k = _S_8.unpack_from(buf, p)
@@ -1691,6 +1719,7 @@ def _d_UpdateMetadataRequest_8(buf, p):
                                     p = q2
                             o2.unknown_tags = u2
                         app1(o2)
+                        r1 -= 1
                     o1.partition_states = lst1
                 if buf[p] == 0:
                     p += 1
@@ -2287,6 +2316,14 @@ def _e_UpdateMetadataRequest_8(o, b, h):
         tg.extend(u)
         tg.sort(key=_first)
     _write_tags(b, tg)
+
+_L_UpdateMetadataRequest_UpdateMetadataPartitionState_5 = _ElementLayout(_UpdateMetadataRequest_UpdateMetadataPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('zk_version', 'i', False), ('replicas', 'i', True), ('offline_replicas', 'i', True)], {'topic_name': "''"}, False, globals())
+
+_L_UpdateMetadataRequest_UpdateMetadataPartitionState_6 = _ElementLayout(_UpdateMetadataRequest_UpdateMetadataPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('zk_version', 'i', False), ('replicas', 'i', True), ('offline_replicas', 'i', True)], {'topic_name': "''"}, True, globals())
+
+_L_UpdateMetadataRequest_UpdateMetadataPartitionState_7 = _ElementLayout(_UpdateMetadataRequest_UpdateMetadataPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('zk_version', 'i', False), ('replicas', 'i', True), ('offline_replicas', 'i', True)], {'topic_name': "''"}, True, globals())
+
+_L_UpdateMetadataRequest_UpdateMetadataPartitionState_8 = _ElementLayout(_UpdateMetadataRequest_UpdateMetadataPartitionState, [('partition_index', 'i', False), ('controller_epoch', 'i', False), ('leader', 'i', False), ('leader_epoch', 'i', False), ('isr', 'i', True), ('zk_version', 'i', False), ('replicas', 'i', True), ('offline_replicas', 'i', True)], {'topic_name': "''"}, True, globals())
 
 UpdateMetadataRequest._DEC = {0: _d_UpdateMetadataRequest_0, 1: _d_UpdateMetadataRequest_1, 2: _d_UpdateMetadataRequest_2, 3: _d_UpdateMetadataRequest_3, 4: _d_UpdateMetadataRequest_4, 5: _d_UpdateMetadataRequest_5, 6: _d_UpdateMetadataRequest_6, 7: _d_UpdateMetadataRequest_7, 8: _d_UpdateMetadataRequest_8}
 UpdateMetadataRequest._ENC = {0: _e_UpdateMetadataRequest_0, 1: _e_UpdateMetadataRequest_1, 2: _e_UpdateMetadataRequest_2, 3: _e_UpdateMetadataRequest_3, 4: _e_UpdateMetadataRequest_4, 5: _e_UpdateMetadataRequest_5, 6: _e_UpdateMetadataRequest_6, 7: _e_UpdateMetadataRequest_7, 8: _e_UpdateMetadataRequest_8}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -176,7 +177,13 @@ def _d_WriteShareGroupStateRequest_0(buf, p):
                                 raise DecodeError('WriteShareGroupStateRequest', 0, p, 'array StateBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_WriteShareGroupStateRequest_StateBatch_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_WriteShareGroupStateRequest_StateBatch)
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, k = _S_2.unpack_from(buf, p)
                                 p += 19
@@ -201,6 +208,7 @@ def _d_WriteShareGroupStateRequest_0(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.state_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -343,7 +351,13 @@ def _d_WriteShareGroupStateRequest_1(buf, p):
                                 raise DecodeError('WriteShareGroupStateRequest', 1, p, 'array StateBatches longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_WriteShareGroupStateRequest_StateBatch_1(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_WriteShareGroupStateRequest_StateBatch)
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, k = _S_2.unpack_from(buf, p)
                                 p += 19
@@ -368,6 +382,7 @@ def _d_WriteShareGroupStateRequest_1(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.state_batches = lst2
                         if buf[p] == 0:
                             p += 1
@@ -554,6 +569,10 @@ def _e_WriteShareGroupStateRequest_1(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_WriteShareGroupStateRequest_StateBatch_0 = _ElementLayout(_WriteShareGroupStateRequest_StateBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('delivery_state', 'b', False), ('delivery_count', 'h', False)], {}, True, globals())
+
+_L_WriteShareGroupStateRequest_StateBatch_1 = _ElementLayout(_WriteShareGroupStateRequest_StateBatch, [('first_offset', 'q', False), ('last_offset', 'q', False), ('delivery_state', 'b', False), ('delivery_count', 'h', False)], {}, True, globals())
 
 WriteShareGroupStateRequest._DEC = {0: _d_WriteShareGroupStateRequest_0, 1: _d_WriteShareGroupStateRequest_1}
 WriteShareGroupStateRequest._ENC = {0: _e_WriteShareGroupStateRequest_0, 1: _e_WriteShareGroupStateRequest_1}

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -660,12 +661,19 @@ def _d_WriteTxnMarkersResponse_0(buf, p):
                                 raise DecodeError('WriteTxnMarkersResponse', 0, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
                                 o3.partition_index, o3.error_code = _S_9.unpack_from(buf, p)
                                 p += 6
                                 o3.unknown_tags = None
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         o2.unknown_tags = None
                         app1(o2)
@@ -749,7 +757,13 @@ def _d_WriteTxnMarkersResponse_1(buf, p):
                                 raise DecodeError('WriteTxnMarkersResponse', 1, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
                                 o3.partition_index, o3.error_code, k = _S_11.unpack_from(buf, p)
                                 p += 6
@@ -774,6 +788,7 @@ def _d_WriteTxnMarkersResponse_1(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         if buf[p] == 0:
                             p += 1
@@ -914,7 +929,13 @@ def _d_WriteTxnMarkersResponse_2(buf, p):
                                 raise DecodeError('WriteTxnMarkersResponse', 2, p, 'array Partitions longer than the frame')
                             lst2 = []
                             app2 = lst2.append
-                            for _ in range(n):
+                            r2 = n
+                            while r2:
+                                if r2 >= 8:
+                                    cnt, p = _L_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_2(buf, p, r2, app2)
+                                    if cnt:
+                                        r2 -= cnt
+                                        continue
                                 o3 = new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
                                 o3.partition_index, o3.error_code, k = _S_11.unpack_from(buf, p)
                                 p += 6
@@ -939,6 +960,7 @@ def _d_WriteTxnMarkersResponse_2(buf, p):
                                             p = q3
                                     o3.unknown_tags = u3
                                 app2(o3)
+                                r2 -= 1
                             o2.partitions = lst2
                         if buf[p] == 0:
                             p += 1
@@ -1095,6 +1117,12 @@ def _e_WriteTxnMarkersResponse_1(o, b, h):
         _write_tags(b, sorted(u))
     else:
         b.append(0)
+
+_L_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_0 = _ElementLayout(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, False, globals())
+
+_L_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_1 = _ElementLayout(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
+
+_L_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_2 = _ElementLayout(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult, [('partition_index', 'i', False), ('error_code', 'h', False)], {}, True, globals())
 
 WriteTxnMarkersResponse._DEC = {0: _d_WriteTxnMarkersResponse_0, 1: _d_WriteTxnMarkersResponse_1, 2: _d_WriteTxnMarkersResponse_2}
 WriteTxnMarkersResponse._ENC = {0: _e_WriteTxnMarkersResponse_0, 1: _e_WriteTxnMarkersResponse_1, 2: _e_WriteTxnMarkersResponse_1}
