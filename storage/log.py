@@ -19,16 +19,12 @@ from typing import Callable, NamedTuple
 from crc32c import crc32c
 
 from kafka_compat.protocol.records import (
-    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, LOG_OVERHEAD, MAGIC_OFFSET, RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK,
-    TRANSACTIONAL_FLAG_MASK,
+    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK,
 )
 from kafka_compat.protocol.records import batches as record_views
 
 from .config import LogConfig
-from .errors import (
-    CorruptMessageError, InvalidRecordError, KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError,
-    RecordListTooLargeError,
-)
+from .errors import KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError
 from .headers import NO_TIMESTAMP, BatchInfo
 from .loader import load
 from .scheduler import Scheduler, default_scheduler
@@ -52,6 +48,7 @@ _new = tuple.__new__   # builds named tuples without their Python-level __new__ 
 # ProducerEpoch, BaseSequence, RecordsCount.
 _V2_CLIENT_HEADER = struct.Struct(">qi4xbIhi8xqqhii")
 _OFFSET_LENGTH_EPOCH = struct.Struct(">qii")   # BaseOffset, Length, PartitionLeaderEpoch
+_SLOW_ATTRIBUTES = TIMESTAMP_TYPE_MASK | CONTROL_FLAG_MASK   # batches the fast path leaves to the validator
 
 
 class AppendResult(NamedTuple):
@@ -100,7 +97,8 @@ class Log:
         self.topic, _, partition = self.name.rpartition("-")
         self.partition = int(partition) if partition.isdigit() else 0
         self.config = config or LogConfig()
-        self._headers_only = not (self.config.reads_records or self.config.log_append_time)
+        self.closed = False
+        self._set_fast()
         self._clock = clock
         self._scheduler = scheduler or default_scheduler()
         self._lock = threading.RLock()
@@ -114,12 +112,28 @@ class Log:
         self.recovery_point = loaded.recovery_point
         self.log_start_offset = loaded.log_start_offset
         self.last_flush_ms = clock()
-        self.closed = False
 
     # -- segment list (copy-on-write) ---------------------------------------------------
     def _set_segments(self, segments) -> None:
         segments = tuple(segments)
         self._view = (segments, tuple(s.base_offset for s in segments))
+        self._active = segments[-1]   # read by append only, under the lock like every call here
+
+    def _set_fast(self) -> None:
+        """Whether append may take its header-only path: open, and no rule reads records."""
+        config = self.config
+        self._fast = not (self.closed or config.reads_records or config.log_append_time)
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below it are fsynced; recovery trusts them."""
+        return self._recovery_point
+
+    @recovery_point.setter
+    def recovery_point(self, offset: int) -> None:
+        self._recovery_point = offset
+        # flush.messages: append flushes once its last offset reaches this
+        self._flush_offset = offset + self.config.flush_messages - 1
 
     @property
     def segments(self) -> tuple:
@@ -152,77 +166,79 @@ class Log:
         """Validate, assign offsets in place and write ``records`` with one write call.
 
         Raises a LogError subclass (with Kafka's error code) when validation fails. The
-        shape every current client sends (one magic-2 CreateTime batch in a writable buffer,
-        on a topic whose rules need no record reads) is checked here from one unpack of its
-        header, with the rules and messages of validator.validate_and_assign, whose general
-        path handles everything else. Nothing is kept in user space: the bytes are in the
-        page cache when this returns.
+        shape every current client sends (one valid magic-2 CreateTime batch in a writable
+        buffer, on a topic whose rules need no record reads) is accepted here from one
+        unpack of its header; anything else, including every batch that breaks a rule, goes
+        through validator.validate_and_assign, which raises Kafka's error for it. The roll
+        and flush checks compare against limits precomputed when they change
+        (LogSegment.refresh_roll_limits, recovery_point), and fall back to the exact checks
+        when a limit is reached. Nothing is kept in user space: the bytes are in the page
+        cache when this returns.
         """
         mv = records if type(records) is memoryview else memoryview(records)
         size = len(mv)
-        with self._lock:
-            if self.closed:
-                raise KafkaStorageError(f"log {self.name} is closed")
+        lock = self._lock
+        lock.acquire()   # not `with`: acquire/release in try/finally costs less per append
+        try:
             config = self.config
             next_offset = self.next_offset
-            if (origin is CLIENT and self._headers_only and size >= RECORD_BATCH_OVERHEAD
-                    and mv[MAGIC_OFFSET] == 2 and not mv.readonly and mv.c_contiguous):
-                (base, length, _, crc, attrs, last_delta, max_timestamp, producer_id, producer_epoch,
+            try:
+                (base, length, magic, crc, attrs, last_delta, max_timestamp, producer_id, producer_epoch,
                  base_sequence, count) = _V2_CLIENT_HEADER.unpack_from(mv)
-                fast = length + LOG_OVERHEAD == size and not attrs & TIMESTAMP_TYPE_MASK
-            else:
+                fast = (self._fast and origin is CLIENT and magic == 2 and length + LOG_OVERHEAD == size
+                        and not base and not attrs & _SLOW_ATTRIBUTES and size <= config.max_message_bytes
+                        and count == last_delta + 1 and last_delta >= 0 and (producer_id < 0 or base_sequence >= 0)
+                        and crc == crc32c(mv[ATTRIBUTES_OFFSET:]))
+                if fast:
+                    _OFFSET_LENGTH_EPOCH.pack_into(mv, 0, next_offset, length, leader_epoch)
+            except (struct.error, TypeError, BufferError):   # short, read-only or non-contiguous buffer
                 fast = False
             if fast:
-                if base:
-                    raise InvalidRecordError(f"The baseOffset of the record batch should be 0, but it is {base}")
-                if size > config.max_message_bytes:
-                    raise MessageTooLargeError(f"The record batch size is {size} bytes which exceeds the maximum "
-                                               f"configured value of {config.max_message_bytes}.")
-                if crc != crc32c(mv[ATTRIBUTES_OFFSET:]):
-                    raise CorruptMessageError(f"Record is corrupt (stored crc = {crc})")
-                if last_delta < 0 or count != last_delta + 1:
-                    raise InvalidRecordError(f"Inconsistent batch offset range [0, {last_delta}] and count of "
-                                             f"records {count}")
-                if attrs & CONTROL_FLAG_MASK:
-                    raise InvalidRecordError("Clients are not allowed to write control records")
-                if producer_id >= 0 and base_sequence < 0:
-                    raise InvalidRecordError(f"Invalid sequence number {base_sequence} in record batch with "
-                                             f"producerId {producer_id}")
-                _OFFSET_LENGTH_EPOCH.pack_into(mv, 0, next_offset, length, leader_epoch)
                 last_offset = offset_of_max = next_offset + last_delta
                 log_append_time = -1
                 batches = [_new(BatchMetadata, (next_offset, last_delta, producer_id, producer_epoch, base_sequence,
-                                                bool(attrs & TRANSACTIONAL_FLAG_MASK), count))]
+                                                attrs & TRANSACTIONAL_FLAG_MASK != 0, count))]
             else:
+                if self.closed:
+                    raise KafkaStorageError(f"log {self.name} is closed")
                 mv, next_offset, last_offset, max_timestamp, offset_of_max, log_append_time, batches = \
                     validate_and_assign(mv, next_offset, config, self._clock(), leader_epoch, origin)
                 size = len(mv)
-            if size > config.segment_bytes:
-                raise RecordListTooLargeError(f"Message batch size is {size} bytes in append to partition "
-                                              f"{self.name}, which exceeds the maximum configured segment size "
-                                              f"of {config.segment_bytes}.")
-            # Kafka's LogSegment.shouldRoll: size, a relative offset past 32 bits, a full index, or
-            # time (from the segment's first timestamp; the clock only when it has none).
-            segment = self._view[0][-1]
-            position = segment.size
-            offsets, times = segment.offset_index, segment.time_index
-            if (position > config.segment_bytes - size or last_offset - segment.base_offset > INT32_MAX
-                    or offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1):
-                segment = self.roll()
-            elif position:
-                first_ts = segment.rolling_based_timestamp
-                if first_ts is not None and first_ts >= 0:
-                    waited = max_timestamp - first_ts
-                else:
-                    waited = segment.time_waited_for_roll(self._clock(), max_timestamp)
-                if waited > config.segment_ms - segment.roll_jitter_ms:
-                    segment = self.roll()
+            segment = self._active
+            if (segment.size + size > config.segment_bytes or last_offset > segment.append_offset_limit
+                    or max_timestamp > segment.roll_timestamp_limit):
+                segment = self._maybe_roll(segment, size, last_offset, max_timestamp)
             segment.append(mv, last_offset, max_timestamp, offset_of_max)
             self.next_offset = last_offset + 1
-            if last_offset + 1 - self.recovery_point >= config.flush_messages:
+            if last_offset >= self._flush_offset:
                 self.flush()
+        finally:
+            lock.release()
         return _new(AppendResult, (next_offset, last_offset, log_append_time, self.log_start_offset,
                                    max_timestamp, batches))
+
+    def _maybe_roll(self, segment: LogSegment, size: int, last_offset: int, max_timestamp: int) -> LogSegment:
+        """Kafka's LogSegment.shouldRoll: size, a relative offset past 32 bits, a full index, or
+        time (from the segment's first timestamp; the clock only when it has none)."""
+        config = self.config
+        if size > config.segment_bytes:
+            raise RecordListTooLargeError(f"Message batch size is {size} bytes in append to partition "
+                                          f"{self.name}, which exceeds the maximum configured segment size "
+                                          f"of {config.segment_bytes}.")
+        position = segment.size
+        offsets, times = segment.offset_index, segment.time_index
+        if (position > config.segment_bytes - size or last_offset - segment.base_offset > INT32_MAX
+                or offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1):
+            return self.roll()
+        if position:
+            first_ts = segment.rolling_based_timestamp
+            if first_ts is not None and first_ts >= 0:
+                waited = max_timestamp - first_ts
+            else:
+                waited = segment.time_waited_for_roll(self._clock(), max_timestamp)
+            if waited > config.segment_ms - segment.roll_jitter_ms:
+                return self.roll()
+        return segment
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset; fsync the old one in the background."""
@@ -506,11 +522,14 @@ class Log:
 
     # -- lifecycle --------------------------------------------------------------------------
     def update_config(self, config: LogConfig) -> None:
-        self.config = config
-        self._headers_only = not (config.reads_records or config.log_append_time)
-        for segment in self.segments:
-            segment.config = config
-            segment.index_interval_bytes = config.index_interval_bytes
+        with self._lock:
+            self.config = config
+            self._set_fast()
+            self.recovery_point = self.recovery_point   # flush.messages may have changed
+            for segment in self.segments:
+                segment.config = config
+                segment.index_interval_bytes = config.index_interval_bytes
+                segment.refresh_roll_limits()
 
     def close(self) -> None:
         """Flush and close every segment (a clean close: indexes trimmed, max timestamp kept)."""
@@ -521,6 +540,7 @@ class Log:
             for segment in self.segments:
                 segment.close()
             self.closed = True
+            self._set_fast()
 
     def delete(self) -> None:
         """Remove the whole partition directory (topic deletion)."""
@@ -528,6 +548,7 @@ class Log:
             for segment in self.segments:
                 segment.delete()
             self.closed = True
+            self._set_fast()
         for name in os.listdir(self.dir):
             os.unlink(os.path.join(self.dir, name))
         os.rmdir(self.dir)

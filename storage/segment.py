@@ -30,6 +30,7 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 RECOVERY_CHUNK = 8 * 1024 * 1024
 RESERVE_CHUNK = 4 * 1024 * 1024   # blocks reserved past the end of the active segment at a time
+_NO_LIMIT = 1 << 64                # above any int64 timestamp
 _pwrite = os.pwrite
 
 
@@ -75,7 +76,9 @@ class LogSegment:
         self.max_timestamp_so_far = ts
         self.offset_of_max_timestamp_so_far = ts_offset if ts >= 0 else -1
         self.next_offset = base_offset  # set by the loader (read_next_offset) or by appends
+        self.max_offset = base_offset + INT32_MAX   # offsets past it do not fit 32-bit relative offsets
         self.closed = False
+        self.refresh_roll_limits()
 
     # -- writing -------------------------------------------------------------------
     def append(self, data, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int) -> None:
@@ -85,27 +88,50 @@ class LogSegment:
         than index.interval.bytes were appended since the previous one.
         """
         position = self.size
-        if largest_offset - self.base_offset > INT32_MAX:
+        if largest_offset > self.max_offset:
             raise OverflowError(f"offset {largest_offset} overflows segment {self.base_offset}")
         length = len(data)
-        if position + length > self._reserved_to:
-            self._reserve(position + length)
+        end = position + length
+        if end > self._reserved_to:
+            self._reserve(end)
         written = _pwrite(self.fd, data, position)
         while written < length:
             written += _pwrite(self.fd, memoryview(data)[written:], position + written)
-        if not position:
-            self.rolling_based_timestamp = largest_timestamp
+        self.size = end
+        self.next_offset = largest_offset + 1
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
             self.offset_of_max_timestamp_so_far = offset_of_max_timestamp
         since = self.bytes_since_last_index_entry
         if since > self.index_interval_bytes:
-            self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
-            since = 0
-        self.bytes_since_last_index_entry = since + length
-        self.size = position + length
-        self.next_offset = largest_offset + 1
+            offsets, times = self.offset_index, self.time_index
+            offsets.append(largest_offset, position)
+            times.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self.bytes_since_last_index_entry = length
+            if offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1:
+                self.append_offset_limit = -1   # full: Log.append's exact check rolls
+        else:
+            self.bytes_since_last_index_entry = since + length
+        if not position:
+            self.rolling_based_timestamp = largest_timestamp
+            self.refresh_roll_limits()
+
+    def refresh_roll_limits(self) -> None:
+        """Precompute what Log.append compares a batch against before its exact roll checks:
+        ``append_offset_limit``, the largest last offset that fits (none once an index is
+        full), and ``roll_timestamp_limit``, the largest batch timestamp segment.ms allows
+        (none while the first batch's timestamp is unknown or absent, so the clock decides;
+        any while the segment is empty). Called wherever the facts behind them change."""
+        offsets, times = self.offset_index, self.time_index
+        full = offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1
+        self.append_offset_limit = -1 if full else self.max_offset
+        first = self.rolling_based_timestamp
+        if not self.size:
+            self.roll_timestamp_limit = _NO_LIMIT
+        elif first is not None and first >= 0:
+            self.roll_timestamp_limit = first + self.config.segment_ms - self.roll_jitter_ms
+        else:
+            self.roll_timestamp_limit = -_NO_LIMIT
 
     def _reserve(self, end: int) -> None:
         """Reserve blocks for the next RESERVE_CHUNK bytes (at least up to ``end``, at most up to
@@ -123,6 +149,7 @@ class LogSegment:
         if ts is None:
             first = read_batch_info(self.fd, 0, self.size) if self.size else None
             ts = self.rolling_based_timestamp = first.max_timestamp if first else None
+            self.refresh_roll_limits()
         if ts is not None and ts >= 0:
             return message_timestamp - ts
         return now - self.created_ms
@@ -145,11 +172,13 @@ class LogSegment:
         self._seal()
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+        self.refresh_roll_limits()
 
     def make_active(self) -> None:
         """Give a reopened last segment room to grow its indexes again."""
         self.offset_index.resize(self.config.segment_index_bytes)
         self.time_index.resize(self.config.segment_index_bytes)
+        self.refresh_roll_limits()
 
     def flush(self) -> None:
         if self.closed:
@@ -286,6 +315,7 @@ class LogSegment:
                                          skip_full_check=True)
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+        self.refresh_roll_limits()
         return truncated
 
     def truncate_to(self, offset: int) -> int:
@@ -305,6 +335,7 @@ class LogSegment:
         if self.size == 0:
             self.created_ms = now_ms()
         self._reload_max_timestamp()
+        self.refresh_roll_limits()
         return removed
 
     def _reload_max_timestamp(self) -> None:

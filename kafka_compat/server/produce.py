@@ -19,6 +19,7 @@ from .producer_state import ProducerError, producer_header
 from .registry import CloseConnection, handles
 
 ZSTD = 4
+PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
 _ATTRS = struct.Struct(">h")
 
 
@@ -35,43 +36,40 @@ def _legacy_ok(records, version: int) -> int:
 
 
 def append_partition(broker, topic: str, index: int, records, version: int) -> ProduceResponse.PartitionProduceResponse:
-    out = ProduceResponse.PartitionProduceResponse(index=index, base_offset=-1, log_append_time_ms=-1,
-                                                   log_start_offset=-1)
-    partition, code = broker.replicas.lookup(topic, index)
+    """Append one partition's records; its response is built once, with its final fields."""
+    partition = broker.replicas.partitions.get((topic, index))
     if partition is None:
-        out.error_code = code
-        return out
+        return _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     code = _legacy_ok(records, version)
     if code:
-        out.error_code = code
-        return out
+        return _failed(index, code)
     header = producer_header(records)
     if header is not None:
         try:
             duplicate = partition.producers.check(header)
         except ProducerError as e:
-            out.error_code, out.error_message = e.code, str(e)
-            return out
+            return _failed(index, e.code, str(e))
         if duplicate is not None:       # a retry of a batch we already have: its original offsets
-            out.base_offset = duplicate.first_offset
-            out.log_start_offset = partition.log.log_start_offset
-            return out
+            return PartitionProduceResponse(index=index, base_offset=duplicate.first_offset,
+                                            log_start_offset=partition.log.log_start_offset)
     try:
         result = partition.log.append(records, partition.leader_epoch)
     except LogError as e:
-        out.error_code = e.error_code
-        out.error_message = str(e) or None
+        out = _failed(index, e.error_code, str(e) or None)
         out.record_errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                              for i, m in e.record_errors]
         return out
     if header is not None:
         partition.producers.update(header.producer_id, header.epoch, header.first_seq, header.last_seq,
                                    result.first_offset, result.last_offset, result.max_timestamp)
-    out.base_offset = result.first_offset
-    out.log_append_time_ms = result.log_append_time
-    out.log_start_offset = result.log_start_offset
     broker.replicas.appended(partition)
-    return out
+    return PartitionProduceResponse(index=index, base_offset=result.first_offset,
+                                    log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)
+
+
+def _failed(index: int, code: int, message: str | None = None) -> ProduceResponse.PartitionProduceResponse:
+    return PartitionProduceResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                                    log_start_offset=-1, error_message=message)
 
 
 @handles(0)

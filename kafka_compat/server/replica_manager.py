@@ -41,6 +41,7 @@ class Partition:
         self.leader_epoch = 0
         self.state = PartitionState(node_id, 0, (node_id,), (node_id,))
         self.producers = ProducerStateManager()
+        self.key = (topic, index)   # purgatory key, built once: every append wakes fetches under it
 
     @property
     def high_watermark(self) -> int:
@@ -49,10 +50,6 @@ class Partition:
     @property
     def last_stable_offset(self) -> int:
         return self.producers.last_stable_offset(self.high_watermark)
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.topic, self.index)
 
 
 class ReplicaManager:
