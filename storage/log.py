@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple
 from crc32c import crc32c
 
 from kafka_compat.protocol.records import (
-    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK,
+    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK,
 )
 from kafka_compat.protocol.records import batches as record_views
 
@@ -30,7 +30,7 @@ from .loader import load
 from .scheduler import Scheduler, default_scheduler
 from .index import INT32_MAX
 from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
-from .validator import CLIENT, BatchMetadata, validate_and_assign
+from .validator import CLIENT, validate_and_assign
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +43,10 @@ LATEST_TIERED_TIMESTAMP = -5
 
 
 _new = tuple.__new__   # builds named tuples without their Python-level __new__ (hot path)
-# A magic-2 header's fields the append rules read (PartitionLeaderEpoch and BaseTimestamp skipped):
-# BaseOffset, Length, Magic, CRC, Attributes, LastOffsetDelta, MaxTimestamp, ProducerId,
-# ProducerEpoch, BaseSequence, RecordsCount.
-_V2_CLIENT_HEADER = struct.Struct(">qi4xbIhi8xqqhii")
+# A magic-2 header's fields the append rules read (PartitionLeaderEpoch, BaseTimestamp and
+# ProducerEpoch skipped): BaseOffset, Length, Magic, CRC, Attributes, LastOffsetDelta,
+# MaxTimestamp, ProducerId, BaseSequence, RecordsCount.
+_V2_CLIENT_HEADER = struct.Struct(">qi4xbIhi8xqq2xii")
 _OFFSET_LENGTH_EPOCH = struct.Struct(">qii")   # BaseOffset, Length, PartitionLeaderEpoch
 _SLOW_ATTRIBUTES = TIMESTAMP_TYPE_MASK | CONTROL_FLAG_MASK   # batches the fast path leaves to the validator
 
@@ -57,7 +57,6 @@ class AppendResult(NamedTuple):
     log_append_time: int          # -1 unless message.timestamp.type=LogAppendTime
     log_start_offset: int
     max_timestamp: int
-    batches: list                 # validator.BatchMetadata per magic-2 batch (idempotence checks)
 
 
 class FileSlice(NamedTuple):
@@ -183,8 +182,8 @@ class Log:
             config = self.config
             next_offset = self.next_offset
             try:
-                (base, length, magic, crc, attrs, last_delta, max_timestamp, producer_id, producer_epoch,
-                 base_sequence, count) = _V2_CLIENT_HEADER.unpack_from(mv)
+                (base, length, magic, crc, attrs, last_delta, max_timestamp, producer_id, base_sequence,
+                 count) = _V2_CLIENT_HEADER.unpack_from(mv)
                 fast = (self._fast and origin is CLIENT and magic == 2 and length + LOG_OVERHEAD == size
                         and not base and not attrs & _SLOW_ATTRIBUTES and size <= config.max_message_bytes
                         and count == last_delta + 1 and last_delta >= 0 and (producer_id < 0 or base_sequence >= 0)
@@ -196,12 +195,10 @@ class Log:
             if fast:
                 last_offset = offset_of_max = next_offset + last_delta
                 log_append_time = -1
-                batches = [_new(BatchMetadata, (next_offset, last_delta, producer_id, producer_epoch, base_sequence,
-                                                attrs & TRANSACTIONAL_FLAG_MASK != 0, count))]
             else:
                 if self.closed:
                     raise KafkaStorageError(f"log {self.name} is closed")
-                mv, next_offset, last_offset, max_timestamp, offset_of_max, log_append_time, batches = \
+                mv, next_offset, last_offset, max_timestamp, offset_of_max, log_append_time, _ = \
                     validate_and_assign(mv, next_offset, config, self._clock(), leader_epoch, origin)
                 size = len(mv)
             segment = self._active
@@ -215,7 +212,7 @@ class Log:
         finally:
             lock.release()
         return _new(AppendResult, (next_offset, last_offset, log_append_time, self.log_start_offset,
-                                   max_timestamp, batches))
+                                   max_timestamp))
 
     def _maybe_roll(self, segment: LogSegment, size: int, last_offset: int, max_timestamp: int) -> LogSegment:
         """Kafka's LogSegment.shouldRoll: size, a relative offset past 32 bits, a full index, or

@@ -20,8 +20,9 @@ def test_append_assigns_consecutive_offsets_and_reports_metadata(make_log):
     r1 = lg.append(batch(3, producer_id=9, producer_epoch=1, base_sequence=0))
     r2 = lg.append(batch(2))
     assert (r1.first_offset, r1.last_offset, r2.first_offset, r2.last_offset) == (0, 2, 3, 4)
-    assert r1.batches[0].producer_id == 9 and r1.log_start_offset == 0
+    assert r1.log_start_offset == 0 and r1.max_timestamp == TS
     assert lg.log_end_offset == 5
+    assert [(v.producer_id, v.base_offset) for v in read_views(lg)] == [(9, 0), (-1, 3)]
     assert [r.offset for r in read_records(lg)] == list(range(5))
 
 
