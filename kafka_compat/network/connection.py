@@ -1,12 +1,16 @@
 """One client connection: frames in, requests handled one at a time in order, responses out.
 
 Kafka answers a connection's requests in the order they arrived, so a request
-is handled only after the previous one's response is written; frames that
-arrive meanwhile are read ahead into a bounded queue (reading pauses when the
-queue is full). Responses are written as bytes with `transport.write` and, for
-record bytes that live in segment files, with `loop.sendfile`, which uses
-`os.sendfile` on plaintext sockets; the pieces keep their order because
-sendfile waits for the transport's buffer to drain first.
+is handled only after the previous one's response is written. Most answers are
+ready at once (a produce appended, metadata looked up): those frames are
+answered inline, in the read callback that brought them, with no task switch
+per request. A request whose answer must wait (a long-poll fetch, a group join,
+a sendfile into a full socket) continues in a task, and the frames that arrive
+meanwhile are read ahead into a bounded queue (reading pauses when it is full).
+Responses are written as bytes with `transport.write` and, for record bytes
+that live in segment files, with `os.sendfile` (`loop.sendfile` once the socket
+is full); the pieces keep their order because sendfile waits for the
+transport's buffer to drain first.
 """
 from __future__ import annotations
 
@@ -35,13 +39,12 @@ class Connection(asyncio.BufferedProtocol):
         self.reader = FrameReader(broker.config["socket.request.max.bytes"])
         self.transport: asyncio.Transport | None = None
         self.queue: deque = deque()
-        self.wakeup = asyncio.Event()
         self.closed = False
         self.paused = False
         self.task: asyncio.Task | None = None
         self.peer = None
         self.last_active = time.monotonic()
-        self.busy = False               # a request is being answered: not idle
+        self.busy = False               # an answer is being waited for: not idle, later frames queue
 
     # -- asyncio callbacks
     def connection_made(self, transport):
@@ -49,7 +52,6 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = transport.get_extra_info("peername")
         set_buffer_sizes(transport.get_extra_info("socket"), self.broker.config)
         self.broker.connections.add(self)
-        self.task = asyncio.get_running_loop().create_task(self.run())
 
     def get_buffer(self, sizehint):
         return self.reader.get_buffer(sizehint)
@@ -65,8 +67,9 @@ class Connection(asyncio.BufferedProtocol):
         frames = self.reader.frames()
         if frames:
             self.queue.extend(frames)
-            self.wakeup.set()
-            if len(self.queue) >= READ_AHEAD_FRAMES and not self.paused:
+            if not self.busy:
+                self.pump()
+            elif len(self.queue) >= READ_AHEAD_FRAMES and not self.paused:
                 self.paused = True
                 self.transport.pause_reading()
 
@@ -76,83 +79,118 @@ class Connection(asyncio.BufferedProtocol):
     def connection_lost(self, exc):
         self.closed = True
         self.broker.connections.discard(self)
-        self.wakeup.set()
 
     def close(self):
         if not self.closed:
             self.closed = True
             self.transport.close()
-        self.wakeup.set()
 
     # -- the in-order pipeline
-    async def next_frame(self):
-        while not self.queue:
-            if self.closed:
-                return None
-            self.wakeup.clear()
-            await self.wakeup.wait()
-        frame = self.queue.popleft()
-        if self.paused and len(self.queue) < READ_AHEAD_FRAMES // 2 and not self.closed:
+    def pump(self) -> None:
+        """Answer queued frames in order, inline while each answer is ready at once; the first
+        one that has to wait finishes in a task, which pumps again when it is written."""
+        queue = self.queue
+        while queue and not self.closed:
+            try:
+                waiting = self.answer(queue.popleft())
+            except Exception:
+                log.exception("connection %s failed", self.peer)
+                self.close()
+                return
+            if waiting is not None:
+                self.busy = True
+                self.task = asyncio.get_running_loop().create_task(self.finish(waiting))
+                return
+        self.last_active = time.monotonic()
+        if self.paused and not self.closed:
             self.paused = False
             self.transport.resume_reading()
-        return frame
 
-    async def run(self):
+    async def finish(self, waiting) -> None:
         try:
-            while True:
-                frame = await self.next_frame()
-                if frame is None:
-                    return
-                self.busy = True
-                try:
-                    await self.handle_frame(frame)
-                finally:
-                    self.busy = False
-                self.last_active = time.monotonic()
+            await waiting
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("connection %s failed", self.peer)
             self.close()
+            return
+        finally:
+            self.busy = False
+            self.task = None
+        self.last_active = time.monotonic()
+        self.pump()
 
-    async def handle_frame(self, frame):
+    def answer(self, frame):
+        """Handle one request frame; None once its response is written, else an awaitable that
+        writes it."""
         try:
             request = parse_request(frame, self.broker.supported_versions)
         except UnsupportedApiVersionsRequest as e:
             self.write(unsupported_api_versions_response(e.correlation_id))
-            return
+            return None
         except InvalidRequest as e:
             log.info("closing %s: %s", self.peer, e)
             self.close()
-            return
+            return None
         result = self.broker.handle(request, self)
         if asyncio.iscoroutine(result):
-            result = await result
+            return self.respond_later(request, result)
+        return self.respond(request, result)
+
+    async def respond_later(self, request, result) -> None:
+        result = await result
+        waiting = self.respond(request, result)
+        if waiting is not None:
+            await waiting
+
+    def respond(self, request, result):
         if result is None or self.closed:
-            return                      # acks=0 produce, or the handler closed us
+            return None                 # acks=0 produce, or the handler closed us
         holes: list = []
         data = encode_response(request, result, holes)
         if not holes:
             self.write(data)
-        else:
-            await self.write_with_slices(data, holes)
+            return None
+        return self.write_with_slices(data, holes)
 
     def write(self, data) -> None:
         if not self.closed:
             self.transport.write(data)
 
-    async def write_with_slices(self, data: bytearray, holes: list) -> None:
-        """Write `data` with the file slices of `holes` spliced in at their positions."""
-        loop = asyncio.get_running_loop()
+    def write_with_slices(self, data: bytearray, holes: list):
+        """Write `data` with the file slices of `holes` spliced in at their positions: inline with
+        os.sendfile while the socket takes them, the rest (socket full) in an awaitable."""
         view = memoryview(data)
         pos = 0
-        for at, records in holes:
+        for n, (at, records) in enumerate(holes):
+            self.write(view[pos:at])
+            pos = at
+            pieces = records.slices()
+            for k, piece in enumerate(pieces):
+                if self.closed:
+                    return None
+                sent = send_now(self.transport, piece)
+                if sent < piece.length:
+                    return self._write_rest(view, pos, holes, n, pieces, k, sent)
+        self.write(view[pos:])
+        return None
+
+    async def _write_rest(self, view, pos, holes, n, pieces, k, sent) -> None:
+        loop = asyncio.get_running_loop()
+        piece = pieces[k]
+        await send_slice(loop, self.transport, piece.fd, piece.position + sent, piece.length - sent)
+        for piece in pieces[k + 1:]:
+            if self.closed:
+                return
+            await send_slice(loop, self.transport, piece.fd, piece.position, piece.length)
+        for at, records in holes[n + 1:]:
             self.write(view[pos:at])
             pos = at
             for piece in records.slices():
                 if self.closed:
                     return
-                await send_slice(loop, self.transport, piece)
+                await send_slice(loop, self.transport, piece.fd, piece.position, piece.length)
         self.write(view[pos:])
 
 
@@ -188,27 +226,27 @@ class _Fd:
         return 0
 
 
-async def send_slice(loop, transport, piece) -> None:
-    """Send one file slice: sendfile where the transport allows it, else read and write (TLS).
+def send_now(transport, piece) -> int:
+    """Send what of one file slice the socket takes now with os.sendfile: its byte count.
 
-    While the transport has nothing buffered, the slice goes straight out with
-    os.sendfile as far as the socket takes it; only the rest (socket full) waits
-    in `loop.sendfile`. That saves the event-loop round trips loop.sendfile makes
-    for each slice, which is most of a fetch's cost when the client reads fast.
+    Only while the transport has nothing buffered (else the bytes would overtake
+    it) and on plaintext sockets; 0 otherwise. Sending inline saves the
+    event-loop round trips loop.sendfile makes for each slice, which are most of
+    a fetch's cost when the client reads fast.
     """
-    position, length = piece.position, piece.length
     sock = transport.get_extra_info("socket")
-    if sock is not None and transport.get_extra_info("sslcontext") is None \
-            and not transport.get_write_buffer_size():
-        try:
-            sent = os.sendfile(sock.fileno(), piece.fd, position, length)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        if sent >= length:
-            return
-        position += sent
-        length -= sent
+    if sock is None or transport.get_extra_info("sslcontext") is not None or transport.get_write_buffer_size():
+        return 0
     try:
-        await loop.sendfile(transport, _Fd(piece.fd), position, length, fallback=False)
+        return os.sendfile(sock.fileno(), piece.fd, piece.position, piece.length)
+    except (BlockingIOError, InterruptedError):
+        return 0
+
+
+async def send_slice(loop, transport, fd: int, position: int, length: int) -> None:
+    """Send a file slice once the transport's buffer has drained: loop.sendfile where the
+    transport allows it, else read and write (TLS)."""
+    try:
+        await loop.sendfile(transport, _Fd(fd), position, length, fallback=False)
     except (asyncio.SendfileNotAvailableError, NotImplementedError):
-        transport.write(os.pread(piece.fd, length, position))
+        transport.write(os.pread(fd, length, position))
