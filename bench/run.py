@@ -13,7 +13,10 @@ rounds), and runs the same workloads against it with confluent-kafka:
   e2e          1,000 records/s for 10 s, consumer with default fetch settings: p50/p99/p99.9
   scale-*      1,000 partitions; 200 producer connections (spread over one client process per core)
 
-The broker's CPU time and peak RSS are sampled with psutil during each scenario.
+The broker's CPU time and peak RSS are sampled with psutil during each scenario,
+with the time its threads were runnable but waiting for a CPU (schedstat) and the
+client's own CPU time (this process, librdkafka's threads included, plus the
+producer fleet's processes): on 2 shared cores these say which side is the limit.
 Prints a table of medians over rounds and one JSON line per scenario with the
 kafka-compat/Tansu ratios. `--quick` runs a tenth of the records in one round.
 `--profile DIR` records our broker with py-spy per scenario (summarise with
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import platform
 import statistics
 import sys
@@ -134,7 +138,9 @@ def run_broker(contender, scenarios: list[Scenario], values: Values, log) -> dic
             contender.profile(s.name)
             try:
                 with Sampler(contender.pid) as sampler:
+                    own0 = client_cpu()
                     r, nbytes = run_scenario(s, bootstrap, values, state)
+                    own = client_cpu() - own0
             except Exception as e:
                 results[s.name] = {"error": str(e)}
                 log(f"  {contender.name:13s} {s.name:32s} ERROR {e}")
@@ -152,11 +158,22 @@ def run_broker(contender, scenarios: list[Scenario], values: Values, log) -> dic
             r["cpu_s_per_gb"] = sampler.cpu_seconds / (nbytes / 1e9) if nbytes else float("nan")
             r["sys_s_per_gb"] = sampler.system_seconds / (nbytes / 1e9) if nbytes else float("nan")
             r["peak_rss_mb"] = sampler.peak_rss / 1e6
+            # the client's side of the same work: this process (librdkafka's threads included) and
+            # the fleet's processes, which report their own
+            r["client_cpu_s_per_gb"] = (own + r.pop("client_cpu_s", 0.0)) / (nbytes / 1e9) if nbytes else float("nan")
+            # seconds per second the broker's threads sat runnable without a CPU (over 1 with threads)
+            r["broker_cpu_wait_share"] = sampler.wait_seconds / seconds if seconds else float("nan")
             results[s.name] = r
             log(f"  {contender.name:13s} {s.name:32s} " + summary(r))
     finally:
         contender.stop()
     return results
+
+
+def client_cpu() -> float:
+    """CPU seconds of this process so far, every thread (librdkafka's too)."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
 
 
 def summary(r: dict) -> str:
@@ -167,7 +184,9 @@ def summary(r: dict) -> str:
         parts.append(f"{r['mb_per_s']:8.1f} MB/s {r['records_per_s']:10.0f} rec/s")
     if "p99_ms" in r:
         parts.append(f"p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms p99.9 {r['p999_ms']:.1f} ms")
-    parts.append(f"cpu {r['cpu_s_per_gb']:.2f} s/GB (sys {r['sys_s_per_gb']:.2f}) rss {r['peak_rss_mb']:.0f} MB")
+    parts.append(f"cpu {r['cpu_s_per_gb']:.2f} s/GB (sys {r['sys_s_per_gb']:.2f}; runnable without a CPU "
+                 f"{r['broker_cpu_wait_share']:.2f} s/s) rss {r['peak_rss_mb']:.0f} MB; "
+                 f"client cpu {r['client_cpu_s_per_gb']:.2f} s/GB")
     if "missing" in r and (r["missing"] or r.get("duplicates")):
         parts.append(f"LOST {r['missing']} DUP {r.get('duplicates', 0)}")
     return "  ".join(parts)
@@ -234,7 +253,7 @@ def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names
         b = medians.get(theirs, {}).get(s.name)
         line = {"scenario": s.name, "records": s.count, "record_bytes": s.size, ours: a, theirs: b}
         if a and b:
-            for key in ("mb_per_s", "records_per_s", "cpu_s_per_gb", "p50_ms", "p99_ms", "p999_ms", "peak_rss_mb"):
+            for key in ("mb_per_s", "records_per_s", "cpu_s_per_gb", "client_cpu_s_per_gb", "p50_ms", "p99_ms", "p999_ms", "peak_rss_mb"):
                 q = ratio(a, b, key)
                 if q is not None:
                     line[f"ratio_{key}"] = round(q, 3)

@@ -211,6 +211,12 @@ def end_to_end(bootstrap: str, topic: str, partitions: int, rate: int, seconds: 
             "p999_ms": pct(0.999), "seconds": seconds}
 
 
+def _own_cpu() -> float:
+    import resource
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
 def _producer_group(bootstrap: str, topic: str, connections: int, first: int, step: int, count: int,
                     size: int, pipe) -> None:
     """One client process of `ProducerFleet`: its share of the producers and of the records.
@@ -227,6 +233,7 @@ def _producer_group(bootstrap: str, topic: str, connections: int, first: int, st
     mine = [value(i, size) for i in range(first, count, step)]
     pipe.send("ready")
     pipe.recv()                                      # go
+    cpu0 = _own_cpu()
     k = len(producers)
     for i, v in enumerate(mine):
         p = producers[i % k]
@@ -237,7 +244,7 @@ def _producer_group(bootstrap: str, topic: str, connections: int, first: int, st
             except BufferError:
                 p.poll(0.005)
     left = sum(p.flush(120) for p in producers)
-    pipe.send((left, errors.count, errors.first))
+    pipe.send((left, errors.count, errors.first, _own_cpu() - cpu0))
 
 
 class ProducerFleet:
@@ -282,7 +289,7 @@ class ProducerFleet:
         if left or failed:
             first = next((r[2] for r in results if r[2]), None)
             raise RuntimeError(f"{left} records undelivered, {failed} failed: {first}")
-        return {"seconds": seconds, "client_processes": processes}
+        return {"seconds": seconds, "client_processes": processes, "client_cpu_s": sum(r[3] for r in results)}
 
     def close(self) -> None:
         for proc in self.procs:

@@ -34,3 +34,5 @@ def test_bench_minimal_scenario():
     assert lines["produce-1KiB-acks1-none"]["kafka-compat"]["mb_per_s"] > 0
     fleet = lines["scale-200-connections"]["kafka-compat"]   # 200 producers over client processes
     assert "error" not in fleet and fleet["mb_per_s"] > 0 and fleet["client_processes"] >= 1
+    # the fleet's processes report their own CPU, so the client's side of the work is measured too
+    assert fleet["client_cpu_s_per_gb"] > 0 and fleet["broker_cpu_wait_share"] >= 0
