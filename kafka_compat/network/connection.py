@@ -101,7 +101,6 @@ class Connection(asyncio.BufferedProtocol):
                 self.busy = True
                 self.task = asyncio.get_running_loop().create_task(self.finish(waiting))
                 return
-        self.last_active = time.monotonic()
         if self.paused and not self.closed:
             self.paused = False
             self.transport.resume_reading()
