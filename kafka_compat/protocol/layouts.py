@@ -92,16 +92,14 @@ class ElementLayout:
             names.append(f"c{i}")
             checks.append(f"c{i} != {n + 1 if self.flexible else n}")
             items = [f"f{i}_{j}" for j in range(n)]
-            fmt += code * n if code != "16s" else "16s" * n
+            fmt += code * n
             names += items
             stores.append(f"o.{attr} = [{', '.join(items)}]")
         if self.flexible:
             fmt += "B"
             names.append("tags")
             checks.append("tags")
-            stores.append("o.unknown_tags = None")
-        else:
-            stores.append("o.unknown_tags = None")
+        stores.append("o.unknown_tags = None")
         stores += [f"o.{attr} = {expr}" for attr, expr in self.defaults.items()]
         unpacker = Struct(fmt)
         size = unpacker.size
