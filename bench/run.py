@@ -16,7 +16,10 @@ rounds), and runs the same workloads against it with confluent-kafka:
 The broker's CPU time and peak RSS are sampled with psutil during each scenario,
 with the time its threads were runnable but waiting for a CPU (schedstat) and the
 client's own CPU time (this process, librdkafka's threads included, plus the
-producer fleet's processes): on 2 shared cores these say which side is the limit.
+producer fleet's processes), and the client's busiest thread as a share of the wall
+time: on 2 shared cores these say which side is the limit. A client thread near 100%
+(librdkafka's broker thread compressing lz4, or the Python thread calling produce())
+caps the run whatever the broker does.
 Prints a table of medians over rounds and one JSON line per scenario with the
 kafka-compat/Tansu ratios. `--quick` runs a tenth of the records in one round.
 `--profile DIR` records our broker with py-spy per scenario (summarise with
@@ -124,10 +127,26 @@ def run_scenario(s: Scenario, bootstrap: str, values: Values, state) -> tuple[di
     raise ValueError(s.kind)
 
 
+def warm_up(bootstrap: str, values: Values, scenarios: list[Scenario]) -> None:
+    """An untimed produce before a broker's first scenario.
+
+    The first producer in a client process copies records into memory its heap has
+    never touched, and on this VM a first touch costs a host fault: without this, the
+    broker that happens to go first in a round pays for the client's cold heap."""
+    produced = [s for s in scenarios if s.kind in ("produce", "partitions")]
+    if not produced:
+        return
+    s = max(produced, key=lambda s: s.count * s.size)
+    topic = f"bench-warmup-{uuid.uuid4().hex[:8]}"
+    workloads.create_topic(bootstrap, topic, PARTITIONS)
+    workloads.produce(bootstrap, topic, values.get(s.count, s.size)[: s.count // 2], acks="1", compression="none")
+
+
 def run_broker(contender, scenarios: list[Scenario], values: Values, log) -> dict[str, dict]:
     results = {}
     bootstrap = contender.start()
     try:
+        warm_up(bootstrap, values, scenarios)
         for s in scenarios:
             try:
                 state = prepare(s, bootstrap)
@@ -187,6 +206,8 @@ def summary(r: dict) -> str:
     parts.append(f"cpu {r['cpu_s_per_gb']:.2f} s/GB (sys {r['sys_s_per_gb']:.2f}; runnable without a CPU "
                  f"{r['broker_cpu_wait_share']:.2f} s/s) rss {r['peak_rss_mb']:.0f} MB; "
                  f"client cpu {r['client_cpu_s_per_gb']:.2f} s/GB")
+    if r.get("client_busiest_thread"):
+        parts.append(f"busiest client thread {r['client_busiest_thread']} {r['client_busiest_share']:.0%} busy")
     if "missing" in r and (r["missing"] or r.get("duplicates")):
         parts.append(f"LOST {r['missing']} DUP {r.get('duplicates', 0)}")
     return "  ".join(parts)
@@ -203,6 +224,8 @@ def median_of(rounds: list[dict]) -> dict:
             out[k] = all(r[k] for r in ok)
         elif isinstance(v, (int, float)):
             out[k] = float(f"{statistics.median(r[k] for r in ok):.4g}")
+        elif isinstance(v, str):
+            out[k] = statistics.mode(r[k] for r in ok)
     out["rounds"] = len(ok)
     if len(ok) < len(rounds):
         out["failed_rounds"] = len(rounds) - len(ok)
@@ -239,6 +262,10 @@ def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names
                 notes.append(f"{who}: lost {r.get('missing')} dup {r.get('duplicates', 0)}")
             elif "checksum_ok" in r:
                 notes.append(f"{who}: count+checksum {'ok' if r['checksum_ok'] else 'BAD'}")
+        busy = [f"{who} {r['client_busiest_thread']} {r['client_busiest_share']:.0%}"
+                for who, r in (("kc", a), ("tansu", b)) if r.get("client_busiest_thread")]
+        if busy:
+            notes.append("busiest client thread: " + ", ".join(busy))
         if s.kind == "e2e":
             notes.insert(0, "p50/p99/p99.9 ms: " + " vs ".join(
                 f"{fmt(r.get('p50_ms'))}/{fmt(r.get('p99_ms'))}/{fmt(r.get('p999_ms'))}" for r in (a, b)))
@@ -287,6 +314,9 @@ def main(argv=None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     values = Values()
+    for s in scenarios:      # made before any broker starts, so no scenario's client CPU pays for them
+        if s.kind in ("produce", "partitions"):
+            values.get(s.count, s.size)
     raw: dict[str, dict[str, list]] = {n: {} for n in names}
     for r in range(args.rounds):
         order = names if r % 2 == 0 else names[::-1]

@@ -80,6 +80,37 @@ class DeliveryErrors:
             self.first = self.first or str(err)
 
 
+def thread_cpu() -> dict[int, tuple[str, float]]:
+    """Seconds on a CPU of every thread of this process, librdkafka's included.
+
+    From schedstat (nanoseconds), not stat's clock ticks: a 10 ms tick is too coarse
+    for the short runs of a smoke test."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                ran = int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):      # the thread ended meanwhile
+            continue
+        out[int(tid)] = (name, ran / 1e9)
+    return out
+
+
+def busiest_thread(before: dict, after: dict, seconds: float) -> dict:
+    """The client thread that used the most CPU between two thread_cpu() snapshots, as a share
+    of the wall time. Near 1.0 the client, not the broker, set the pace: a librdkafka broker
+    thread compresses every batch for its connection, and the Python thread makes every
+    produce() and reads every record."""
+    name, used = "", 0.0
+    for tid, (n, cpu) in after.items():
+        delta = cpu - before.get(tid, (n, 0.0))[1]
+        if delta > used:
+            name, used = n, delta
+    return {"client_busiest_thread": name, "client_busiest_share": used / seconds if seconds else float("nan")}
+
+
 def _produce_all(producer: Producer, topic: str, source) -> None:
     produce = producer.produce
     poll = producer.poll
@@ -97,24 +128,28 @@ def produce(bootstrap: str, topic: str, source, *, acks, compression: str) -> di
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "compression.type": compression,
                   "on_delivery": errors, **PRODUCER})
     p.list_topics(topic, timeout=10)          # connected before the clock starts
+    threads = thread_cpu()
     start = time.perf_counter()
     _produce_all(p, topic, source)
     left = p.flush(120)
     seconds = time.perf_counter() - start
+    busiest = busiest_thread(threads, thread_cpu(), seconds)
     if left or errors.count:
         raise RuntimeError(f"{left} records undelivered, {errors.count} failed: {errors.first}")
-    return {"seconds": seconds}
+    return {"seconds": seconds, **busiest}
 
 
 def consume(bootstrap: str, topic: str, count: int, group: str, idle_timeout: float = 30.0) -> dict:
     """Read `count` records in a consumer group from the earliest offset; timed from assignment to last record."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, **CONSUMER})
     start = None
+    threads = {}
 
     def on_assign(consumer, partitions):
         # The clock starts when the group hands out partitions: fetching begins here.
-        nonlocal start
-        start = start or time.perf_counter()
+        nonlocal start, threads
+        if start is None:
+            threads, start = thread_cpu(), time.perf_counter()
 
     c.subscribe([topic], on_assign=on_assign)
     seen = bytearray(count)
@@ -146,11 +181,12 @@ def consume(bootstrap: str, topic: str, count: int, group: str, idle_timeout: fl
                 n += 1
                 nbytes += len(v)
         seconds = time.perf_counter() - (start or time.perf_counter())
+        busiest = busiest_thread(threads, thread_cpu(), seconds)
     finally:
         c.close()
     unique = n - dups
     return {"seconds": seconds, "received": n, "duplicates": dups, "missing": count - unique,
-            "checksum_ok": unique == count and checksum == count * (count - 1) // 2, "bytes": nbytes}
+            "checksum_ok": unique == count and checksum == count * (count - 1) // 2, "bytes": nbytes, **busiest}
 
 
 def end_to_end(bootstrap: str, topic: str, partitions: int, rate: int, seconds: float, size: int = 100) -> dict:
@@ -233,7 +269,7 @@ def _producer_group(bootstrap: str, topic: str, connections: int, first: int, st
     mine = [value(i, size) for i in range(first, count, step)]
     pipe.send("ready")
     pipe.recv()                                      # go
-    cpu0 = _own_cpu()
+    cpu0, threads, start = _own_cpu(), thread_cpu(), time.perf_counter()
     k = len(producers)
     for i, v in enumerate(mine):
         p = producers[i % k]
@@ -244,7 +280,8 @@ def _producer_group(bootstrap: str, topic: str, connections: int, first: int, st
             except BufferError:
                 p.poll(0.005)
     left = sum(p.flush(120) for p in producers)
-    pipe.send((left, errors.count, errors.first, _own_cpu() - cpu0))
+    busiest = busiest_thread(threads, thread_cpu(), time.perf_counter() - start)
+    pipe.send((left, errors.count, errors.first, _own_cpu() - cpu0, busiest))
 
 
 class ProducerFleet:
@@ -289,7 +326,9 @@ class ProducerFleet:
         if left or failed:
             first = next((r[2] for r in results if r[2]), None)
             raise RuntimeError(f"{left} records undelivered, {failed} failed: {first}")
-        return {"seconds": seconds, "client_processes": processes, "client_cpu_s": sum(r[3] for r in results)}
+        busiest = max((r[4] for r in results), key=lambda b: b["client_busiest_share"])
+        return {"seconds": seconds, "client_processes": processes, "client_cpu_s": sum(r[3] for r in results),
+                **busiest}
 
     def close(self) -> None:
         for proc in self.procs:

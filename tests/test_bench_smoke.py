@@ -31,7 +31,11 @@ def test_bench_minimal_scenario():
     consumed = lines["consume-1KiB-acks1-none"]["kafka-compat"]
     assert consumed["received"] == 1000 and consumed["missing"] == 0 and consumed["duplicates"] == 0
     assert consumed["checksum_ok"] is True
-    assert lines["produce-1KiB-acks1-none"]["kafka-compat"]["mb_per_s"] > 0
+    produced = lines["produce-1KiB-acks1-none"]["kafka-compat"]
+    assert produced["mb_per_s"] > 0
+    # which client thread set the pace: a named thread that used some CPU, reported for every kind of run
+    for r in (produced, consumed, lines["scale-200-connections"]["kafka-compat"]):
+        assert r["client_busiest_thread"] and r["client_busiest_share"] > 0
     fleet = lines["scale-200-connections"]["kafka-compat"]   # 200 producers over client processes
     assert "error" not in fleet and fleet["mb_per_s"] > 0 and fleet["client_processes"] >= 1
     # the fleet's processes report their own CPU, so the client's side of the work is measured too
