@@ -6,7 +6,7 @@
    a whole Log.read for the same offsets;
 3. recovery time of a 1 GiB segment after an unclean shutdown.
 
-    python bench/storage.py [--dir DIR] [--mib-per-size N] [--recovery-gib G] [--quick]
+    python bench/storage.py [--dir DIR] [--mib-per-size N] [--recovery-gib G] [--quick] [--floor]
 
 Each append case alternates the two contenders for several rounds, each starting
 from synced page cache, and keeps each one's best round. Prints a table with two
@@ -72,21 +72,55 @@ def time_plain_writes(path: str, data: bytearray, count: int) -> tuple[float, fl
     return elapsed, cpu
 
 
-def bench_appends(root: str, mib: int, rounds: int) -> list[tuple]:
+def time_floor_appends(path: str, data: bytearray, count: int) -> tuple[float, float]:
+    """(wall, thread CPU) of the least an append can do in Python: a view of the batch, the log's
+    lock, one header unpack, the CRC-32C, the offset rewrite and one pwrite per batch. No
+    validation rules, index, roll or flush checks; with --floor it shows how much of the gap to
+    os.write is the interpreter's cost of merely touching each batch."""
+    import threading
+    from crc32c import crc32c
+    header = struct.Struct(">qi4xbI").unpack_from
+    rewrite = struct.Struct(">qi").pack_into
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    lock, pwrite, position, offset = threading.Lock(), os.pwrite, 0, 0
+    reset = _BASE_OFFSET.pack_into
+    cpu, start = time.thread_time(), time.perf_counter()
+    for _ in range(count):
+        reset(data, 0, 0)
+        mv = memoryview(data)
+        lock.acquire()
+        try:
+            base, length, magic, crc = header(mv)
+            if magic != 2 or crc != crc32c(mv[21:]):
+                raise ValueError("bad batch")
+            rewrite(mv, 0, offset, length)
+            position += pwrite(fd, mv, position)
+            offset += 1
+        finally:
+            lock.release()
+    elapsed, cpu = time.perf_counter() - start, time.thread_time() - cpu
+    os.close(fd)
+    return elapsed, cpu
+
+
+def bench_appends(root: str, mib: int, rounds: int, floor: bool = False) -> list[tuple]:
     rows = []
     for size, label in ((1 << 20, "1 MiB"), (16 << 10, "16 KiB"), (1 << 10, "1 KiB")):
         data = client_batch(size)
         count = max(mib * (1 << 20) // size, 1)
-        best = {"raw": [float("inf")] * 2, "log": [float("inf")] * 2}   # [wall, cpu]
+        best = {"raw": [float("inf")] * 2, "log": [float("inf")] * 2, "floor": [float("inf")] * 2}  # [wall, cpu]
         for r in range(rounds):
             work = os.path.join(root, f"append-{size}-{r}")
             os.makedirs(work)
             # Alternate who goes first, and start each from a clean page cache (os.sync), so
             # neither pays for the other's dirty-page writeback.
-            for contender in (("raw", "log") if r % 2 == 0 else ("log", "raw")):
+            order = ("raw", "log", "floor") if r % 2 == 0 else ("floor", "log", "raw")
+            for contender in order if floor else [c for c in order if c != "floor"]:
                 os.sync()
                 if contender == "raw":
                     times = time_plain_writes(os.path.join(work, "plain.bin"), data, count)
+                elif contender == "floor":
+                    times = time_floor_appends(os.path.join(work, "floor.bin"), data, count)
                 else:
                     times = time_log_appends(os.path.join(work, "bench-0"), data, count)
                 best[contender] = [min(a, b) for a, b in zip(best[contender], times)]
@@ -94,7 +128,8 @@ def bench_appends(root: str, mib: int, rounds: int) -> list[tuple]:
         total = count * size / (1 << 20)
         (log_wall, log_cpu), (raw_wall, raw_cpu) = best["log"], best["raw"]
         rows.append((label, count, total / log_wall, total / raw_wall, raw_wall / log_wall, raw_cpu / log_cpu,
-                     log_wall / count * 1e6, raw_wall / count * 1e6, log_cpu / count * 1e6, raw_cpu / count * 1e6))
+                     log_wall / count * 1e6, raw_wall / count * 1e6, log_cpu / count * 1e6, raw_cpu / count * 1e6,
+                     raw_wall / best["floor"][0], raw_cpu / best["floor"][1]))
     return rows
 
 
@@ -160,6 +195,8 @@ def main(argv=None) -> int:
     parser.add_argument("--lookups", type=int, default=20000)
     parser.add_argument("--recovery-gib", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--floor", action="store_true", help="also time a bare append loop (view, lock, unpack, "
+                                                            "CRC, offset rewrite, pwrite) against os.write")
     args = parser.parse_args(argv)
     if args.quick:
         args.mib_per_size, args.rounds, args.lookups, args.recovery_gib = 16, 1, 2000, 0.05
@@ -171,9 +208,10 @@ def main(argv=None) -> int:
         print(f"{'batch':>7} {'appends':>9} {'Log MiB/s':>10} {'write MiB/s':>12} {'ratio':>6} {'cpu ratio':>9} "
               f"{'us/append':>10} {'us/write':>9} {'cpu us/append':>14} {'cpu us/write':>13}")
         for (label, count, log_rate, raw_rate, ratio, cpu_ratio, us_log, us_raw, cpu_log,
-             cpu_raw) in bench_appends(root, args.mib_per_size, args.rounds):
+             cpu_raw, floor_ratio, floor_cpu_ratio) in bench_appends(root, args.mib_per_size, args.rounds, args.floor):
             print(f"{label:>7} {count:>9} {log_rate:>10.0f} {raw_rate:>12.0f} {ratio:>6.0%} {cpu_ratio:>9.0%} "
-                  f"{us_log:>10.2f} {us_raw:>9.2f} {cpu_log:>14.2f} {cpu_raw:>13.2f}")
+                  f"{us_log:>10.2f} {us_raw:>9.2f} {cpu_log:>14.2f} {cpu_raw:>13.2f}"
+                  + (f"   floor loop: {floor_ratio:.0%} (cpu {floor_cpu_ratio:.0%})" if args.floor else ""))
         print()
         segments, l50, l99, r50, r99 = bench_lookup(root, args.lookups)
         print(f"Offset lookup in a {segments}-segment log (target p99 <= 50 us)")
