@@ -6,7 +6,7 @@
    a whole Log.read for the same offsets;
 3. recovery time of a 1 GiB segment after an unclean shutdown.
 
-    python bench/storage.py [--dir DIR] [--mib-per-size N] [--recovery-gib G] [--quick] [--floor]
+    python bench/storage.py [--dir DIR] [--mib-per-size N] [--recovery-gib G] [--quick] [--floor] [--spread]
 
 Each append case alternates the two contenders for several rounds, each starting
 from synced page cache, and keeps each one's best round. Prints a table with two
@@ -133,6 +133,38 @@ def bench_appends(root: str, mib: int, rounds: int, floor: bool = False) -> list
     return rows
 
 
+def time_spread_writes(root: str, files: int, chunk: int, total: int) -> tuple[float, float]:
+    """(wall, thread CPU) of plain os.pwrite calls of ``chunk`` bytes dealt round-robin over
+    ``files`` files, ``total`` bytes in all: no Python beyond the loop."""
+    directory = os.path.join(root, f"spread-{files}-{chunk}")
+    os.makedirs(directory)
+    fds = [os.open(os.path.join(directory, f"{i}.log"), os.O_WRONLY | os.O_CREAT, 0o644) for i in range(files)]
+    positions = [0] * files
+    data, pwrite = os.urandom(chunk), os.pwrite
+    os.sync()
+    cpu, start = time.thread_time(), time.perf_counter()
+    for i in range(total // chunk):
+        k = i % files
+        positions[k] += pwrite(fds[k], data, positions[k])
+    elapsed, cpu = time.perf_counter() - start, time.thread_time() - cpu
+    for fd in fds:
+        os.close(fd)
+    shutil.rmtree(directory)
+    return elapsed, cpu
+
+
+def bench_spread(root: str, mib: int, rounds: int) -> list[tuple]:
+    """bench/run.py's 4-partition produce writes ~256 KiB per partition per request; with
+    1,000 partitions each request carries about one 1 KiB record per partition. This times
+    just the kernel's side of those two patterns, with the best of ``rounds`` each."""
+    total = mib << 20
+    rows = []
+    for files, chunk in ((4, 256 << 10), (1000, 1 << 10)):
+        best = min(time_spread_writes(root, files, chunk, total) for _ in range(rounds))
+        rows.append((files, chunk, total / (1 << 20) / best[0], best[1] / (total / 1e9)))
+    return rows
+
+
 def bench_lookup(root: str, samples: int) -> tuple:
     directory = os.path.join(root, "lookup-0")
     data = client_batch(1 << 10)
@@ -195,6 +227,8 @@ def main(argv=None) -> int:
     parser.add_argument("--lookups", type=int, default=20000)
     parser.add_argument("--recovery-gib", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--spread", action="store_true", help="also time plain pwrite of 256 KiB over 4 files "
+                                                             "against 1 KiB over 1,000 files")
     parser.add_argument("--floor", action="store_true", help="also time a bare append loop (view, lock, unpack, "
                                                             "CRC, offset rewrite, pwrite) against os.write")
     args = parser.parse_args(argv)
@@ -212,6 +246,11 @@ def main(argv=None) -> int:
             print(f"{label:>7} {count:>9} {log_rate:>10.0f} {raw_rate:>12.0f} {ratio:>6.0%} {cpu_ratio:>9.0%} "
                   f"{us_log:>10.2f} {us_raw:>9.2f} {cpu_log:>14.2f} {cpu_raw:>13.2f}"
                   + (f"   floor loop: {floor_ratio:.0%} (cpu {floor_cpu_ratio:.0%})" if args.floor else ""))
+        if args.spread:
+            print()
+            print("Plain os.pwrite, the write patterns of a 4- and a 1,000-partition produce")
+            for files, chunk, rate, cpu_per_gb in bench_spread(root, args.mib_per_size, args.rounds):
+                print(f"  {files:>5} files x {chunk >> 10:>3} KiB writes: {rate:6.0f} MiB/s, {cpu_per_gb:.2f} CPU s/GB")
         print()
         segments, l50, l99, r50, r99 = bench_lookup(root, args.lookups)
         print(f"Offset lookup in a {segments}-segment log (target p99 <= 50 us)")

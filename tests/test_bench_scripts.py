@@ -46,9 +46,10 @@ def test_codec_floor_decoder_refuses_other_shapes():
 
 
 def test_storage_bench_with_floor(tmp_path):
-    out = subprocess.run([sys.executable, "bench/storage.py", "--quick", "--floor", "--dir", str(tmp_path)],
+    out = subprocess.run([sys.executable, "bench/storage.py", "--quick", "--floor", "--spread", "--dir", str(tmp_path)],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     rows = [line for line in out.stdout.splitlines() if "floor loop:" in line]
     assert [r.split()[0] + r.split()[1] for r in rows] == ["1MiB", "16KiB", "1KiB"]
     assert "Recovery of a" in out.stdout
+    assert "    4 files x 256 KiB writes" in out.stdout and " 1000 files x   1 KiB writes" in out.stdout
