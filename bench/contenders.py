@@ -19,6 +19,7 @@ import psutil
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench import schedstat  # noqa: E402
 from interop.peers import free_port, start_tansu, stop, tansu_binary  # noqa: E402
 from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
@@ -109,18 +110,7 @@ def run_queue_seconds(pid: int) -> float:
     short of cores, not of work: on 2 cores shared with the clients that is the
     difference between "the broker is the limit" and "the client is".
     """
-    total = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0.0
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    return total / 1e9
+    return sum(waited for _, _, waited in schedstat.threads(pid).values()) / 1e9
 
 
 class Sampler:

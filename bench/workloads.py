@@ -16,6 +16,8 @@ import time
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench import schedstat
+
 SEQ = struct.Struct(">Q")
 STAMP = struct.Struct(">Qq")          # sequence number, perf_counter_ns at send
 MIB = 1 << 20
@@ -81,21 +83,8 @@ class DeliveryErrors:
 
 
 def thread_cpu() -> dict[int, tuple[str, float]]:
-    """Seconds on a CPU of every thread of this process, librdkafka's included.
-
-    From schedstat (nanoseconds), not stat's clock ticks: a 10 ms tick is too coarse
-    for the short runs of a smoke test."""
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                name = f.read().strip()
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                ran = int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):      # the thread ended meanwhile
-            continue
-        out[int(tid)] = (name, ran / 1e9)
-    return out
+    """Seconds on a CPU of every thread of this process, librdkafka's included."""
+    return {tid: (name, ran / 1e9) for tid, (name, ran, _) in schedstat.threads().items()}
 
 
 def busiest_thread(before: dict, after: dict, seconds: float) -> dict:

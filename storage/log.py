@@ -223,9 +223,8 @@ class Log:
                                           f"{self.name}, which exceeds the maximum configured segment size "
                                           f"of {config.segment_bytes}.")
         position = segment.size
-        offsets, times = segment.offset_index, segment.time_index
         if (position > config.segment_bytes - size or last_offset - segment.base_offset > INT32_MAX
-                or offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1):
+                or segment.indexes_full()):
             return self.roll()
         if position:
             first_ts = segment.rolling_based_timestamp

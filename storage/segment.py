@@ -104,17 +104,21 @@ class LogSegment:
             self.offset_of_max_timestamp_so_far = offset_of_max_timestamp
         since = self.bytes_since_last_index_entry
         if since > self.index_interval_bytes:
-            offsets, times = self.offset_index, self.time_index
-            offsets.append(largest_offset, position)
-            times.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self.offset_index.append(largest_offset, position)
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
             self.bytes_since_last_index_entry = length
-            if offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1:
-                self.append_offset_limit = -1   # full: Log.append's exact check rolls
+            if self.indexes_full():
+                self.append_offset_limit = -1   # Log.append's exact check rolls
         else:
             self.bytes_since_last_index_entry = since + length
         if not position:
             self.rolling_based_timestamp = largest_timestamp
             self.refresh_roll_limits()
+
+    def indexes_full(self) -> bool:
+        """No room for another offset index entry, or for the time index entry a roll adds."""
+        offsets, times = self.offset_index, self.time_index
+        return offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1
 
     def refresh_roll_limits(self) -> None:
         """Precompute what Log.append compares a batch against before its exact roll checks:
@@ -122,9 +126,7 @@ class LogSegment:
         full), and ``roll_timestamp_limit``, the largest batch timestamp segment.ms allows
         (none while the first batch's timestamp is unknown or absent, so the clock decides;
         any while the segment is empty). Called wherever the facts behind them change."""
-        offsets, times = self.offset_index, self.time_index
-        full = offsets.entries >= offsets.max_entries or times.entries >= times.max_entries - 1
-        self.append_offset_limit = -1 if full else self.max_offset
+        self.append_offset_limit = -1 if self.indexes_full() else self.max_offset
         first = self.rolling_based_timestamp
         if not self.size:
             self.roll_timestamp_limit = _NO_LIMIT

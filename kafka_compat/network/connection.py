@@ -160,37 +160,39 @@ class Connection(asyncio.BufferedProtocol):
     def write_with_slices(self, data: bytearray, holes: list):
         """Write `data` with the file slices of `holes` spliced in at their positions: inline with
         os.sendfile while the socket takes them, the rest (socket full) in an awaitable."""
-        view = memoryview(data)
-        pos = 0
-        for n, (at, records) in enumerate(holes):
-            self.write(view[pos:at])
-            pos = at
-            pieces = records.slices()
-            for k, piece in enumerate(pieces):
-                if self.closed:
-                    return None
-                sent = send_now(self.transport, piece)
-                if sent < piece.length:
-                    return self._write_rest(view, pos, holes, n, pieces, k, sent)
-        self.write(view[pos:])
+        parts = _in_wire_order(memoryview(data), holes)
+        for part in parts:
+            if self.closed:
+                return None
+            if type(part) is memoryview:
+                self.write(part)
+                continue
+            sent = send_now(self.transport, part)
+            if sent < part.length:
+                return self._write_rest(part, sent, parts)
         return None
 
-    async def _write_rest(self, view, pos, holes, n, pieces, k, sent) -> None:
+    async def _write_rest(self, piece, sent: int, parts) -> None:
+        """The rest of a response once the socket is full: the unsent end of `piece`, then `parts`."""
         loop = asyncio.get_running_loop()
-        piece = pieces[k]
         await send_slice(loop, self.transport, piece.fd, piece.position + sent, piece.length - sent)
-        for piece in pieces[k + 1:]:
+        for part in parts:
             if self.closed:
                 return
-            await send_slice(loop, self.transport, piece.fd, piece.position, piece.length)
-        for at, records in holes[n + 1:]:
-            self.write(view[pos:at])
-            pos = at
-            for piece in records.slices():
-                if self.closed:
-                    return
-                await send_slice(loop, self.transport, piece.fd, piece.position, piece.length)
-        self.write(view[pos:])
+            if type(part) is memoryview:
+                self.write(part)
+            else:
+                await send_slice(loop, self.transport, part.fd, part.position, part.length)
+
+
+def _in_wire_order(view: memoryview, holes: list):
+    """A response as sent: runs of `view`'s bytes and, between them, the file slices of `holes`."""
+    pos = 0
+    for at, records in holes:
+        yield view[pos:at]
+        pos = at
+        yield from records.slices()
+    yield view[pos:]
 
 
 def set_buffer_sizes(sock, config) -> None:

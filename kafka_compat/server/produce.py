@@ -35,11 +35,11 @@ def _legacy_ok(records, version: int) -> int:
     return ErrorCode.NONE
 
 
-def append_partition(broker, topic: str, index: int, records, version: int) -> ProduceResponse.PartitionProduceResponse:
+def append_partition(broker, topic: str, index: int, records, version: int) -> PartitionProduceResponse:
     """Append one partition's records; its response is built once, with its final fields."""
-    partition = broker.replicas.partitions.get((topic, index))
+    partition, code = broker.replicas.lookup(topic, index)
     if partition is None:
-        return _failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _failed(index, code)
     code = _legacy_ok(records, version)
     if code:
         return _failed(index, code)
@@ -67,7 +67,7 @@ def append_partition(broker, topic: str, index: int, records, version: int) -> P
                                     log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)
 
 
-def _failed(index: int, code: int, message: str | None = None) -> ProduceResponse.PartitionProduceResponse:
+def _failed(index: int, code: int, message: str | None = None) -> PartitionProduceResponse:
     return PartitionProduceResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
                                     log_start_offset=-1, error_message=message)
 
@@ -92,10 +92,9 @@ def handle_produce(broker, request):
         parts = []
         for p in t.partition_data:
             if error:
-                r = ProduceResponse.PartitionProduceResponse(index=p.index, error_code=error, base_offset=-1)
+                r = _failed(p.index, error)
             elif name is None:
-                r = ProduceResponse.PartitionProduceResponse(index=p.index, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                                                             base_offset=-1)
+                r = _failed(p.index, ErrorCode.UNKNOWN_TOPIC_ID)
             else:
                 r = append_partition(broker, name, p.index, p.records, v)
             failed = failed or r.error_code != 0
