@@ -28,9 +28,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kafka_compat.protocol.records import build_batch  # noqa: E402
-from storage.config import LogConfig  # noqa: E402
-from storage.log import Log  # noqa: E402
-from storage.scheduler import Scheduler  # noqa: E402
+from kafka_compat.storage.log_config import LogConfig  # noqa: E402
+from kafka_compat.storage.log import Log  # noqa: E402
+from kafka_compat.storage.scheduler import Scheduler  # noqa: E402
 
 _BASE_OFFSET = struct.Struct(">q")
 

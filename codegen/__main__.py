@@ -1,4 +1,4 @@
-"""`python -m codegen [--check] [--out DIR]`: regenerate the codecs from schemas/."""
+"""`python -m kafka_compat.codegen [--check] [--out DIR]`: regenerate the codecs from schemas/."""
 from __future__ import annotations
 
 import argparse
@@ -30,7 +30,7 @@ def write(out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m kafka_compat.codegen", description=__doc__)
     ap.add_argument("--out", type=Path, default=TARGET,
                     help="package folder to write into (default: kafka_compat/protocol)")
     args = ap.parse_args(argv)

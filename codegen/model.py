@@ -3,7 +3,7 @@
 The generator never guesses: every rule Kafka's own generator enforces on its
 message definitions (tagged fields only in flexible versions, unique tags,
 nullability only on types that can be null, ranges inside the message's
-range) is checked here, so a typo in a schema fails `python -m codegen`
+range) is checked here, so a typo in a schema fails `python -m kafka_compat.codegen`
 instead of producing a codec that silently disagrees with real clients.
 """
 from __future__ import annotations

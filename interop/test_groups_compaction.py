@@ -18,7 +18,7 @@ kafka = pytest.importorskip("kafka")
 
 from kafka import KafkaConsumer, TopicPartition  # noqa: E402
 
-from kafka_compat.group.records import GROUP_METADATA_TOPIC_NAME, partition_for, read_key, read_offset_value  # noqa: E402
+from kafka_compat.group.coordinator_records import GROUP_METADATA_TOPIC_NAME, partition_for, read_key, read_offset_value  # noqa: E402
 from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.frames import request_header_version, response_header_version  # noqa: E402
 from kafka_compat.protocol.messages import APIS  # noqa: E402

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--print-data-log", action="store_true")
     args, rest = ap.parse_known_args(argv)
     if args.command == "dump-log":
-        from storage.dump import main as dump_main
+        from kafka_compat.storage.dump import main as dump_main
         return dump_main(args.files + (["--print-data-log"] if args.print_data_log else []) + rest)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = list(args.override)

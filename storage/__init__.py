@@ -2,6 +2,6 @@
 
 Usable without the broker: ``Log`` for one partition, ``LogManager`` for the
 partitions of several log dirs with recovery, retention, flushing and the
-cleaner in background threads. ``python -m storage.dump`` prints files the
+cleaner in background threads. ``python -m kafka_compat.storage.dump`` prints files the
 way Kafka's DumpLogSegments does.
 """

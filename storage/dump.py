@@ -1,6 +1,6 @@
 """dump-log: print segments and indexes as Kafka's DumpLogSegments tool does.
 
-    python -m storage.dump [--deep-iteration] [--print-data-log] [--verify-index-only]
+    python -m kafka_compat.storage.dump [--deep-iteration] [--print-data-log] [--verify-index-only]
                            [--index-sanity-check] [--max-bytes N] FILE...
 
 Reads files only (never through a Log), so it works on a broken data directory.

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 
-from .config import LogConfig
+from .log_config import LogConfig
 from .index import CorruptIndexError
 from .segment import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,

@@ -23,7 +23,7 @@ from kafka_compat.protocol.records import (
 )
 from kafka_compat.protocol.records import batches as record_views
 
-from .config import LogConfig
+from .log_config import LogConfig
 from .errors import KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError
 from .headers import NO_TIMESTAMP, BatchInfo
 from .loader import load

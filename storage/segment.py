@@ -11,7 +11,7 @@ import logging
 import os
 import time
 
-from .config import LogConfig
+from .log_config import LogConfig
 from .fallocate import release_past_end, reserve_past_end
 from .headers import (
     HEADER_UP_TO_MAGIC, MAGIC_OFFSET, NO_TIMESTAMP, BatchInfo, crc_valid, header_bytes_needed, iter_file_batches,

@@ -27,7 +27,7 @@ from kafka_compat.protocol.records import (
     set_partition_leader_epoch, split_batches,
 )
 
-from .config import LONG_MAX, LogConfig
+from .log_config import LONG_MAX, LogConfig
 from .errors import (
     CorruptMessageError, InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
     UnsupportedCompressionTypeError,

@@ -9,8 +9,8 @@ import importlib
 import random
 from pathlib import Path
 
-from codegen.emit import module_name
-from codegen.model import Field, Message, in_range, load
+from kafka_compat.codegen.emit import module_name
+from kafka_compat.codegen.model import Field, Message, in_range, load
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = load(ROOT / "schemas")

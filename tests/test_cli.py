@@ -9,7 +9,7 @@ from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import build_batch
 from kafka_compat.testing import EmbeddedBroker
-from storage.checkpoint import CLEAN_SHUTDOWN_FILE
+from kafka_compat.storage.checkpoint import CLEAN_SHUTDOWN_FILE
 
 from wire import WireClient
 

@@ -15,7 +15,7 @@ from kafka_compat.protocol.messages.fetch import FetchResponse
 from kafka_compat.protocol.messages.metadata import MetadataResponse
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.primitives import DecodeError
-from codegen.emit import LAYOUT_MIN
+from kafka_compat.codegen.emit import LAYOUT_MIN
 
 from schema_values import ROOT, all_messages, make_value
 
@@ -24,16 +24,16 @@ CASES = [(m, cls, v) for m, cls in MESSAGES for v in m.version_list()]
 
 
 def test_generated_code_is_fresh(tmp_path):
-    """`python -m codegen` into a temporary folder reproduces the committed files exactly."""
+    """`python -m kafka_compat.codegen` into a temporary folder reproduces the committed files exactly."""
     out = tmp_path / "protocol"
-    subprocess.run([sys.executable, "-m", "codegen", "--out", str(out)], cwd=ROOT, check=True,
+    subprocess.run([sys.executable, "-m", "kafka_compat.codegen", "--out", str(out)], cwd=ROOT, check=True,
                    capture_output=True)
     committed = ROOT / "kafka_compat" / "protocol"
     generated = sorted(p.relative_to(out) for p in out.rglob("*.py"))
     assert generated, "codegen wrote nothing"
     stale = [str(rel) for rel in generated
              if not (committed / rel).exists() or not filecmp.cmp(out / rel, committed / rel, shallow=False)]
-    assert not stale, f"regenerate with `python -m codegen`: {stale}"
+    assert not stale, f"regenerate with `python -m kafka_compat.codegen`: {stale}"
     extra = sorted(p.name for p in (committed / "messages").glob("*.py")
                    if not (out / "messages" / p.name).exists())
     assert not extra, f"generated modules without a schema: {extra}"

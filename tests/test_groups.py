@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kafka_compat.config import BrokerConfig
-from kafka_compat.group.records import (
+from kafka_compat.group.coordinator_records import (
     GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata, group_metadata_key, java_string_hash, offset_commit_key,
     offset_commit_value, partition_for, read_key, read_offset_value,
 )

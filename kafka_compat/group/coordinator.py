@@ -18,9 +18,9 @@ from .delayed import (
     DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin, join_key, member_key, sync_key,
 )
 from .group import ClassicGroup, GroupState, JoinResult, SyncResult, now_ms
-from .manager import GroupMetadataManager
+from .group_metadata_manager import GroupMetadataManager
 from .member import MemberMetadata
-from .records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
+from .coordinator_records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.consumer_protocol import ConsumerProtocolSubscription
 from .member import MemberMetadata
-from .records import OffsetAndMetadata
+from .coordinator_records import OffsetAndMetadata
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from storage.errors import LogError
+from kafka_compat.storage.errors import LogError
 
 from ..protocol.convert import down_convert
 from ..protocol.errors import ErrorCode

@@ -1,7 +1,7 @@
 """ListOffsets, OffsetForLeaderEpoch and DeleteRecords: questions about a partition's offsets."""
 from __future__ import annotations
 
-from storage.errors import LogError
+from kafka_compat.storage.errors import LogError
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.delete_records import DeleteRecordsResponse

@@ -10,7 +10,7 @@ import os
 import struct
 import threading
 
-from storage.errors import LogError
+from kafka_compat.storage.errors import LogError
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.init_producer_id import InitProducerIdResponse

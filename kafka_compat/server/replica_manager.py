@@ -12,8 +12,8 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from storage.config import _DEFS as _LOG_DEFS, LogConfig
-from storage.manager import LogManager
+from kafka_compat.storage.log_config import _DEFS as _LOG_DEFS, LogConfig
+from kafka_compat.storage.log_manager import LogManager
 
 from ..config import validate_topic_configs
 from ..protocol.errors import ErrorCode

@@ -2,9 +2,9 @@
 
 import pytest
 
-from storage.config import LogConfig
-from storage.log import Log
-from storage.scheduler import Scheduler
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.log import Log
+from kafka_compat.storage.scheduler import Scheduler
 
 
 class FakeClock:

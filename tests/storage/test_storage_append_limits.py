@@ -8,8 +8,8 @@ import pytest
 from logtools import TS, batch
 
 from kafka_compat.protocol.errors import ErrorCode
-from storage.config import LogConfig
-from storage.errors import LogError
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.errors import LogError
 
 
 def bases(lg):

@@ -9,8 +9,8 @@ from logtools import TS, assert_consistent, keyed, read_records, read_views
 
 from kafka_compat.protocol.compression import GZIP
 from kafka_compat.protocol.records import RecordBatch, build_legacy_message_set
-from storage import checkpoint
-from storage.cleaner import Cleaner, LogCleaner, cleanable_range, dirty_ratio
+from kafka_compat.storage import checkpoint
+from kafka_compat.storage.cleaner import Cleaner, LogCleaner, cleanable_range, dirty_ratio
 
 COMPACT = dict(cleanup_policy="compact", segment_bytes=1200, file_delete_delay_ms=0)
 

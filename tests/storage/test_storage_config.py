@@ -2,7 +2,7 @@
 
 import pytest
 
-from storage.config import LONG_MAX, LogConfig
+from kafka_compat.storage.log_config import LONG_MAX, LogConfig
 
 
 def test_kafka_defaults():

@@ -24,9 +24,9 @@ import time
 from logtools import TS, assert_consistent, read_records
 
 from kafka_compat.protocol.records import build_batch
-from storage.config import LogConfig
-from storage.log import Log
-from storage.scheduler import Scheduler
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.log import Log
+from kafka_compat.storage.scheduler import Scheduler
 
 ROUNDS = 60
 CONFIG = LogConfig(segment_bytes=48 * 1024, index_interval_bytes=700, segment_index_bytes=400,

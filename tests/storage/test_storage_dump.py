@@ -10,8 +10,8 @@ from logtools import TS, keyed
 
 from kafka_compat.protocol.compression import GZIP
 from kafka_compat.protocol.records import build_control_batch, build_legacy_message_set
-from storage.dump import main
-from storage.validator import COORDINATOR
+from kafka_compat.storage.dump import main
+from kafka_compat.storage.validator import COORDINATOR
 
 
 def run(*argv):
@@ -83,6 +83,6 @@ def test_trailing_garbage_is_reported(make_log):
 
 def test_runs_as_a_module(make_log):
     prefix = make(make_log)
-    result = subprocess.run([sys.executable, "-m", "storage.dump", prefix + ".log"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "kafka_compat.storage.dump", prefix + ".log"], capture_output=True,
                             text=True, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert result.returncode == 0 and "Log starting offset: 0" in result.stdout

@@ -5,7 +5,7 @@ import os
 import pytest
 from logtools import TS, batch
 
-from storage.index import CorruptIndexError, OffsetIndex, TimeIndex
+from kafka_compat.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 
 
 def test_new_index_files_are_preallocated_to_whole_entries(tmp_path):

@@ -9,10 +9,10 @@ from logtools import TS, batch, keyed, read_records, read_views
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.records import build_batch, build_legacy_message_set
-from storage.errors import LogError, OffsetOutOfRangeError
-from storage.fallocate import reserve_past_end
-from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
-from storage.validator import COORDINATOR
+from kafka_compat.storage.errors import LogError, OffsetOutOfRangeError
+from kafka_compat.storage.fallocate import reserve_past_end
+from kafka_compat.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from kafka_compat.storage.validator import COORDINATOR
 
 
 def test_append_assigns_consecutive_offsets_and_reports_metadata(make_log):

@@ -6,9 +6,9 @@ import time
 
 from logtools import TS, batch, read_records
 
-from storage import checkpoint
-from storage.config import LogConfig
-from storage.manager import LogManager
+from kafka_compat.storage import checkpoint
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.log_manager import LogManager
 
 
 def manager(tmp_path, clock, dirs=2, **kwargs):

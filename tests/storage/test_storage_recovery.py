@@ -10,7 +10,7 @@ import struct
 import pytest
 from logtools import TS, assert_consistent, batch, read_records
 
-from storage.segment import segment_paths
+from kafka_compat.storage.segment import segment_paths
 
 
 def write(make_log, count=30, **config):

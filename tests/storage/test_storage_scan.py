@@ -7,8 +7,8 @@ import struct
 import pytest
 
 from kafka_compat.protocol.records import build_batch, build_legacy_message_set
-from storage import headers
-from storage.headers import iter_file_batches, read_batch_info
+from kafka_compat.storage import headers
+from kafka_compat.storage.headers import iter_file_batches, read_batch_info
 
 _BASE = struct.Struct(">q")
 

@@ -11,11 +11,11 @@ from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.records import (
     LOG_APPEND_TIME, LegacyMessage, RecordBatch, build_batch, build_control_batch, build_legacy_message_set,
 )
-from storage.config import LogConfig
-from storage.errors import LogError
-from storage.log import Log
-from storage.scheduler import Scheduler
-from storage.validator import COORDINATOR, validate_and_assign
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.errors import LogError
+from kafka_compat.storage.log import Log
+from kafka_compat.storage.scheduler import Scheduler
+from kafka_compat.storage.validator import COORDINATOR, validate_and_assign
 
 NOW = TS + 10_000
 

@@ -21,7 +21,7 @@ from typing import Callable
 
 from . import checkpoint
 from .cleaner import LogCleaner
-from .config import LogConfig
+from .log_config import LogConfig
 from .log import Log
 from .scheduler import Scheduler
 from .segment import now_ms

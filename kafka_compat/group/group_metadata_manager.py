@@ -16,15 +16,15 @@ import asyncio
 import logging
 from typing import Callable
 
-from storage.errors import LogError
-from storage.validator import COORDINATOR
+from kafka_compat.storage.errors import LogError
+from kafka_compat.storage.validator import COORDINATOR
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.consumer_offsets import GroupMetadataValue
 from ..protocol.records import batches, build_batch, control_record_type, ControlRecordType
 from .group import ClassicGroup, GroupState, now_ms
 from .member import MemberMetadata
-from .records import (
+from .coordinator_records import (
     GROUP_METADATA_TOPIC_NAME, GroupKey, OffsetAndMetadata, OffsetKey, group_metadata_key,
     group_metadata_value, offset_commit_key, offset_commit_value, partition_for, read_group_value,
     read_key, read_offset_value,
