@@ -811,7 +811,9 @@ def emit_registry(schemas: Schemas) -> str:
 def emit_errors(errors: list[ErrorCode]) -> str:
     c = Code()
     c(HEADER.format(src="errors.schema").rstrip())
-    c('"""Kafka\'s error codes: `ErrorCode.NOT_LEADER_OR_FOLLOWER` is an int, with `.retriable` and `.message`."""')
+    c('"""Kafka\'s error codes (`ErrorCode.NOT_LEADER_OR_FOLLOWER` is an int, with `.retriable` and `.message`),')
+    c("and KafkaError, the exception that carries one.")
+    c('"""')
     c("from enum import IntEnum")
     c()
     c()
@@ -829,6 +831,26 @@ def emit_errors(errors: list[ErrorCode]) -> str:
         c("def message(self) -> str:")
         with c.indent():
             c("return _MESSAGES[self]")
+    c()
+    c()
+    c("class KafkaError(Exception):")
+    with c.indent():
+        c('"""A failure a client sees as `error_code` (Kafka\'s ApiException); the message defaults to the code\'s.')
+        c()
+        c("The one exception type that carries an error code, wherever it is raised (storage, coordinators,")
+        c("handlers). `record_errors` are (batch index, message) pairs for ProduceResponse v8+.")
+        c('"""')
+        c()
+        c("def __init__(self, error_code: int, message: str | None = None, *, record_errors=()) -> None:")
+        with c.indent():
+            c("self.error_code = ErrorCode(error_code)")
+            c("super().__init__(self.error_code.message if message is None else message)")
+            c("self.record_errors = list(record_errors)")
+        c()
+        c("@property")
+        c("def message(self) -> str:")
+        with c.indent():
+            c("return str(self)")
     c()
     c()
     c("_RETRIABLE = frozenset({")

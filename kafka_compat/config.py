@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-INVALID_CONFIG = 40  # Kafka error code for a bad configuration
+from .protocol.errors import ErrorCode, KafkaError
+
 
 INT_MAX = (1 << 31) - 1
 LONG_MAX = (1 << 63) - 1
@@ -78,10 +79,8 @@ class ConfigSource(enum.IntEnum):
 _NO_VALUE = object()
 
 
-class ConfigError(ValueError):
-    """A configuration value Kafka would refuse (Kafka's ConfigException)."""
-
-    error_code = INVALID_CONFIG
+class ConfigError(KafkaError, ValueError):
+    """A configuration value Kafka would refuse (Kafka's ConfigException): INVALID_CONFIG to a client."""
 
     def __init__(self, name: str, value: Any = _NO_VALUE, message: str = "") -> None:
         self.name = name
@@ -91,7 +90,7 @@ class ConfigError(ValueError):
         else:
             shown = "[hidden]" if isinstance(value, Password) else value
             text = f"Invalid value {shown} for configuration {name}" + (f": {message}" if message else "")
-        super().__init__(text)
+        super().__init__(ErrorCode.INVALID_CONFIG, text)
 
 
 class Password:

@@ -17,7 +17,8 @@ from kafka_compat.protocol.records import (
     CorruptRecordError, LegacyMessage, RecordBatch, control_record_type, end_transaction_marker,
 )
 
-from .headers import crc_valid, read_batch_info
+from kafka_compat.protocol.batch_header import crc_valid
+from .file_records import read_batch_header
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
@@ -39,7 +40,7 @@ def _batches(path: str, max_bytes: int):
         position = 0
         while True:
             try:
-                info = read_batch_info(fd, position, end)
+                info = read_batch_header(fd, position, end)
             except ValueError:
                 info = None
             if info is None or position + info.size > end:
@@ -137,7 +138,7 @@ def _entries(path: str, entry: struct.Struct):
 def _batch_at(log_path: str, position: int):
     fd = os.open(log_path, os.O_RDONLY)
     try:
-        return read_batch_info(fd, position, os.fstat(fd).st_size)
+        return read_batch_header(fd, position, os.fstat(fd).st_size)
     except ValueError:
         return None
     finally:

@@ -15,7 +15,7 @@ import struct
 import threading
 from operator import ge, gt, lt
 
-from .headers import NO_TIMESTAMP
+from kafka_compat.protocol.batch_header import NO_TIMESTAMP
 
 INT32_MAX = (1 << 31) - 1
 

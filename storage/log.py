@@ -18,14 +18,14 @@ from typing import Callable, NamedTuple
 
 from crc32c import crc32c
 
-from kafka_compat.protocol.records import (
-    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK,
+from kafka_compat.protocol.batch_header import (
+    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, LOG_OVERHEAD, OFFSET_LENGTH_EPOCH, TIMESTAMP_TYPE_MASK, V2_APPEND_FIELDS,
 )
 from kafka_compat.protocol.records import batches as record_views
 
 from .log_config import LogConfig
-from .errors import KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError
-from .headers import NO_TIMESTAMP, BatchInfo
+from kafka_compat.protocol.errors import ErrorCode, KafkaError
+from kafka_compat.protocol.batch_header import NO_TIMESTAMP, BatchHeader
 from .loader import load
 from .scheduler import Scheduler, default_scheduler
 from .index import INT32_MAX
@@ -43,11 +43,6 @@ LATEST_TIERED_TIMESTAMP = -5
 
 
 _new = tuple.__new__   # builds named tuples without their Python-level __new__ (hot path)
-# A magic-2 header's fields the append rules read (PartitionLeaderEpoch, BaseTimestamp and
-# ProducerEpoch skipped): BaseOffset, Length, Magic, CRC, Attributes, LastOffsetDelta,
-# MaxTimestamp, ProducerId, BaseSequence, RecordsCount.
-_V2_CLIENT_HEADER = struct.Struct(">qi4xbIhi8xqq2xii")
-_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")   # BaseOffset, Length, PartitionLeaderEpoch
 _SLOW_ATTRIBUTES = TIMESTAMP_TYPE_MASK | CONTROL_FLAG_MASK   # batches the fast path leaves to the validator
 
 
@@ -164,7 +159,7 @@ class Log:
     def append(self, records, leader_epoch: int = 0, origin: str = CLIENT) -> AppendResult:
         """Validate, assign offsets in place and write ``records`` with one write call.
 
-        Raises a LogError subclass (with Kafka's error code) when validation fails. The
+        Raises a KafkaError subclass (with Kafka's error code) when validation fails. The
         shape every current client sends (one valid magic-2 CreateTime batch in a writable
         buffer, on a topic whose rules need no record reads) is accepted here from one
         unpack of its header; anything else, including every batch that breaks a rule, goes
@@ -183,13 +178,13 @@ class Log:
             next_offset = self.next_offset
             try:
                 (base, length, magic, crc, attrs, last_delta, max_timestamp, producer_id, base_sequence,
-                 count) = _V2_CLIENT_HEADER.unpack_from(mv)
+                 count) = V2_APPEND_FIELDS.unpack_from(mv)
                 fast = (self._fast and origin is CLIENT and magic == 2 and length + LOG_OVERHEAD == size
                         and not base and not attrs & _SLOW_ATTRIBUTES and size <= config.max_message_bytes
                         and count == last_delta + 1 and last_delta >= 0 and (producer_id < 0 or base_sequence >= 0)
                         and crc == crc32c(mv[ATTRIBUTES_OFFSET:]))
                 if fast:
-                    _OFFSET_LENGTH_EPOCH.pack_into(mv, 0, next_offset, length, leader_epoch)
+                    OFFSET_LENGTH_EPOCH.pack_into(mv, 0, next_offset, length, leader_epoch)
             except (struct.error, TypeError, BufferError):   # short, read-only or non-contiguous buffer
                 fast = False
             if fast:
@@ -197,7 +192,7 @@ class Log:
                 log_append_time = -1
             else:
                 if self.closed:
-                    raise KafkaStorageError(f"log {self.name} is closed")
+                    raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"log {self.name} is closed")
                 mv, next_offset, last_offset, max_timestamp, offset_of_max, log_append_time, _ = \
                     validate_and_assign(mv, next_offset, config, self._clock(), leader_epoch, origin)
                 size = len(mv)
@@ -219,7 +214,7 @@ class Log:
         time (from the segment's first timestamp; the clock only when it has none)."""
         config = self.config
         if size > config.segment_bytes:
-            raise RecordListTooLargeError(f"Message batch size is {size} bytes in append to partition "
+            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE, f"Message batch size is {size} bytes in append to partition "
                                           f"{self.name}, which exceeds the maximum configured segment size "
                                           f"of {config.segment_bytes}.")
         position = segment.size
@@ -278,7 +273,7 @@ class Log:
         segments, bases = self._view
         start_offset, end_offset = self.log_start_offset, self.next_offset
         if offset < start_offset or offset > end_offset:
-            raise OffsetOutOfRangeError(f"Received request for offset {offset} for partition {self.name}, but we "
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Received request for offset {offset} for partition {self.name}, but we "
                                         f"only have log segments in the range {start_offset} to {end_offset}.")
         bound = end_offset if upper_bound is None else min(upper_bound, end_offset)
         slices: list[FileSlice] = []
@@ -348,7 +343,7 @@ class Log:
                 if info.max_timestamp == wanted:
                     for record in self._records(segment, info):
                         if record.timestamp == wanted:
-                            return TimestampAndOffset(wanted, record.offset, _epoch(info))
+                            return TimestampAndOffset(wanted, record.offset, info.leader_epoch)
                     return None
             return None
         start_offset = self.log_start_offset
@@ -363,12 +358,12 @@ class Log:
                 if info.max_timestamp >= target:
                     for record in self._records(segment, info):
                         if record.timestamp >= target and record.offset >= start_offset:
-                            return TimestampAndOffset(record.timestamp, record.offset, _epoch(info))
+                            return TimestampAndOffset(record.timestamp, record.offset, info.leader_epoch)
             return None
         return None
 
     @staticmethod
-    def _records(segment: LogSegment, info: BatchInfo):
+    def _records(segment: LogSegment, info: BatchHeader):
         data = memoryview(segment.read_bytes(info.position, info.size))
         for view in record_views(data):
             yield from view.records()
@@ -376,7 +371,7 @@ class Log:
     def _epoch_at(self, offset: int) -> int | None:
         segment = self.segment_for(offset)
         info = segment.translate_offset(offset) if segment else None
-        return _epoch(info) if info else None
+        return info.leader_epoch if info else None
 
     def _latest_epoch(self) -> int | None:
         for segment in reversed(self.segments):
@@ -385,7 +380,7 @@ class Log:
             for last in segment.batches(position):
                 pass
             if last is not None:
-                return _epoch(last)
+                return last.leader_epoch
         return None
 
     # -- log start offset and retention ---------------------------------------------------
@@ -393,7 +388,7 @@ class Log:
         """DeleteRecords: records below ``new_start`` become unreadable; whole segments go later."""
         with self._lock:
             if new_start > self.next_offset:
-                raise OffsetOutOfRangeError(f"Cannot increment the log start offset to {new_start} of partition "
+                raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Cannot increment the log start offset to {new_start} of partition "
                                             f"{self.name} since it is larger than the log end offset "
                                             f"{self.next_offset}")
             if new_start > self.log_start_offset:
@@ -553,6 +548,3 @@ class Log:
         return (f"Log({self.name}, start={self.log_start_offset}, end={self.next_offset}, "
                 f"segments={len(self.segments)})")
 
-
-def _epoch(info: BatchInfo) -> int | None:
-    return info.partition_leader_epoch if info.magic >= 2 and info.partition_leader_epoch >= 0 else None

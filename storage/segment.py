@@ -13,10 +13,10 @@ import time
 
 from .log_config import LogConfig
 from .fallocate import release_past_end, reserve_past_end
-from .headers import (
-    HEADER_UP_TO_MAGIC, MAGIC_OFFSET, NO_TIMESTAMP, BatchInfo, crc_valid, header_bytes_needed, iter_file_batches,
-    parse_header, read_batch_info,
+from kafka_compat.protocol.batch_header import (
+    HEADER_SIZE_UP_TO_MAGIC, MAGIC_OFFSET, NO_TIMESTAMP, BatchHeader, crc_valid, header_bytes_needed, parse_header,
 )
+from .file_records import iter_file_batches, read_batch_header
 from .index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class LogSegment:
         measures the common case, a known first timestamp, itself."""
         ts = self.rolling_based_timestamp
         if ts is None:
-            first = read_batch_info(self.fd, 0, self.size) if self.size else None
+            first = read_batch_header(self.fd, 0, self.size) if self.size else None
             ts = self.rolling_based_timestamp = first.max_timestamp if first else None
             self.refresh_roll_limits()
         if ts is not None and ts >= 0:
@@ -190,7 +190,7 @@ class LogSegment:
         self.time_index.flush()
 
     # -- reading -------------------------------------------------------------------
-    def translate_offset(self, offset: int, end: int | None = None) -> BatchInfo | None:
+    def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset``, found from the index then scanned."""
         end = self.size if end is None else end
         _, position = self.offset_index.lookup(offset)
@@ -248,7 +248,7 @@ class LogSegment:
         self.offset_index.sanity_check(self.size)
         if self.offset_index.entries:
             last_offset, position = self.offset_index.entry(self.offset_index.entries - 1)
-            info = read_batch_info(self.fd, position, self.size)
+            info = read_batch_header(self.fd, position, self.size)
             if info is None or info.last_offset < last_offset or info.base_offset > last_offset:
                 raise CorruptIndexError(f"{self.offset_index.path}: last entry does not point at its batch")
         self.next_offset = self.read_next_offset()
@@ -269,9 +269,9 @@ class LogSegment:
         position, chunk = 0, b""
         while True:
             at = valid - position
-            if len(chunk) - at < HEADER_UP_TO_MAGIC or len(chunk) - at < header_bytes_needed(chunk[at + MAGIC_OFFSET]):
+            if len(chunk) - at < HEADER_SIZE_UP_TO_MAGIC or len(chunk) - at < header_bytes_needed(chunk[at + MAGIC_OFFSET]):
                 # refill from the next batch; the header might straddle the chunk end
-                if file_size - valid < HEADER_UP_TO_MAGIC or len(chunk) - at == file_size - valid:
+                if file_size - valid < HEADER_SIZE_UP_TO_MAGIC or len(chunk) - at == file_size - valid:
                     break
                 position, chunk = valid, os.pread(self.fd, RECOVERY_CHUNK, valid)
                 continue

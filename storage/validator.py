@@ -28,11 +28,8 @@ from kafka_compat.protocol.records import (
 )
 
 from .log_config import LONG_MAX, LogConfig
-from .errors import (
-    CorruptMessageError, InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
-    UnsupportedCompressionTypeError,
-)
-from .headers import crc_valid
+from kafka_compat.protocol.errors import ErrorCode, KafkaError
+from kafka_compat.protocol.batch_header import crc_valid
 
 CLIENT = "client"            # Kafka's AppendOrigin.CLIENT: every client-only rule applies
 COORDINATOR = "coordinator"  # group/transaction coordinators write their own batches
@@ -94,11 +91,13 @@ class _RecordChecks:
         if not self.errors:
             return
         if self.timestamp_error:
-            raise InvalidTimestampError("One or more records have been rejected due to invalid timestamp",
-                                        self.errors)
-        raise InvalidRecordError(f"One or more records have been rejected due to {len(self.errors)} record "
-                                 f"errors in total, and only showing the first three errors at most: "
-                                 f"{self.errors[:3]}", self.errors)
+            raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
+                             "One or more records have been rejected due to invalid timestamp",
+                             record_errors=self.errors)
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"One or more records have been rejected due to {len(self.errors)} record errors in total, "
+                         f"and only showing the first three errors at most: {self.errors[:3]}",
+                         record_errors=self.errors)
 
 
 def _writable(records) -> memoryview:
@@ -112,29 +111,29 @@ def validate_and_assign(records, next_offset: int, config: LogConfig, now: int, 
                         origin: str = CLIENT) -> ValidationResult:
     """Validate a produce request's records for one partition and assign offsets from ``next_offset``.
 
-    Raises a LogError subclass carrying Kafka's error code.
+    Raises a KafkaError subclass carrying Kafka's error code.
     """
     mv = _writable(records)
     try:
         entries, stop = split_batches(mv)
     except CorruptRecordError as exc:
-        raise CorruptMessageError(str(exc)) from None
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     if stop != len(mv):
         mv = mv[:stop]  # Kafka trims a partial trailing entry (trimInvalidBytes)
     if not entries:
-        raise InvalidRecordError("Record batch has no batches at all")
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Record batch has no batches at all")
 
     # UnifiedLog.analyzeAndValidateRecords
     source_compression = 0
     for pos, size, magic in entries:
         if magic >= 2 and origin == CLIENT and RecordBatch(mv, pos).base_offset != 0:
-            raise InvalidRecordError(f"The baseOffset of the record batch should be 0, but it is "
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch should be 0, but it is "
                                      f"{RecordBatch(mv, pos).base_offset}")
         if size > config.max_message_bytes:
-            raise MessageTooLargeError(f"The record batch size is {size} bytes which exceeds the maximum "
+            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"The record batch size is {size} bytes which exceeds the maximum "
                                        f"configured value of {config.max_message_bytes}.")
         if not crc_valid(mv, pos, size):
-            raise CorruptMessageError(f"Record is corrupt at position {pos}")
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record is corrupt at position {pos}")
         codec = mv[pos + (ATTRIBUTES_OFFSET if magic >= 2 else LEGACY_ATTRIBUTES_OFFSET)] & COMPRESSION_CODEC_MASK
         if codec:
             source_compression = codec
@@ -143,15 +142,15 @@ def validate_and_assign(records, next_offset: int, config: LogConfig, now: int, 
     first_magic = entries[0][2]
     for _pos, _size, magic in entries:
         if magic != first_magic:
-            raise InvalidRecordError(f"Batch magic {magic} is not the same as the first batch's magic byte "
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Batch magic {magic} is not the same as the first batch's magic byte "
                                      f"{first_magic}")
     if (first_magic >= 2 or source_compression) and len(entries) > 1:
-        raise InvalidRecordError("Compressed outer record has more than one batch")
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Compressed outer record has more than one batch")
     checks = _RecordChecks(config, now)
     if first_magic >= 2:
         return _assign_v2(mv, next_offset, config, now, leader_epoch, origin, checks)
     if source_compression == ZSTD:
-        raise UnsupportedCompressionTypeError("zstd needs magic 2")
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs magic 2")
     if source_compression:
         return _assign_legacy_compressed(mv, next_offset, config, now, checks)
     return _assign_legacy_uncompressed(mv, entries, next_offset, config, now, checks)
@@ -162,16 +161,16 @@ def _assign_v2(mv, next_offset, config, now, leader_epoch, origin, checks) -> Va
     count = batch.records_count
     if origin == CLIENT:
         if batch.last_offset_delta + 1 <= 0:
-            raise InvalidRecordError(f"Batch has an invalid offset range: [0, {batch.last_offset}]")
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Batch has an invalid offset range: [0, {batch.last_offset}]")
         if count <= 0:
-            raise InvalidRecordError(f"Invalid reported count for record batch: {count}")
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid reported count for record batch: {count}")
         if batch.last_offset_delta + 1 != count:
-            raise InvalidRecordError(f"Inconsistent batch offset range [0, {batch.last_offset}] and count of "
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range [0, {batch.last_offset}] and count of "
                                      f"records {count}")
         if batch.is_control:
-            raise InvalidRecordError("Clients are not allowed to write control records")
+            raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
         if batch.producer_id >= 0 and batch.base_sequence < 0:
-            raise InvalidRecordError(f"Invalid sequence number {batch.base_sequence} in record batch with "
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid sequence number {batch.base_sequence} in record batch with "
                                      f"producerId {batch.producer_id}")
     batch_log_append = batch.timestamp_type == LOG_APPEND_TIME
     if checks.compacted or checks.bounded:
@@ -179,7 +178,7 @@ def _assign_v2(mv, next_offset, config, now, leader_epoch, origin, checks) -> Va
             for i, record in enumerate(batch.records()):
                 checks.check(i, record.key is not None, record.timestamp, batch_log_append)
         except CorruptRecordError as exc:
-            raise CorruptMessageError(str(exc)) from None
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     elif batch_log_append:
         # every record of such a batch carries MaxTimestamp: the rule is decided by the header
         checks.check(0, True, batch.max_timestamp, True)
@@ -223,7 +222,7 @@ def _assign_legacy_compressed(mv, next_offset, config, now, checks) -> Validatio
     try:
         inner = wrapper.inner_messages(max(config.max_message_bytes * 64, 64 * 1024 * 1024))
     except CorruptRecordError as exc:
-        raise CorruptMessageError(str(exc)) from None
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
     wrapper_log_append = wrapper.timestamp_type == LOG_APPEND_TIME
     in_place = wrapper.magic == 1
     for i, message in enumerate(inner):
@@ -231,7 +230,7 @@ def _assign_legacy_compressed(mv, next_offset, config, now, checks) -> Validatio
             checks.errors.append((i, f"Record's magic does not match outer magic {wrapper.magic}"))
             continue
         if not message.crc_valid():
-            raise CorruptMessageError(f"Inner record {i} is corrupt (stored crc = {message.crc})")
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Inner record {i} is corrupt (stored crc = {message.crc})")
         timestamp = wrapper.timestamp if (wrapper_log_append and message.magic) else message.timestamp
         checks.check(i, message.key is not None, timestamp, wrapper_log_append)
         if message.offset != i:
@@ -255,7 +254,7 @@ def _assign_legacy_compressed(mv, next_offset, config, now, checks) -> Validatio
     rebuilt = build_legacy_message_set(items, magic=wrapper.magic, compression=wrapper.compression,
                                        base_offset=next_offset, timestamp_type=timestamp_type)
     if len(rebuilt) > config.max_message_bytes:
-        raise MessageTooLargeError(f"Message batch size is {len(rebuilt)} bytes after recompression, above "
+        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Message batch size is {len(rebuilt)} bytes after recompression, above "
                                    f"the maximum configured size of {config.max_message_bytes}.")
     return ValidationResult(memoryview(rebuilt), next_offset, last_offset, max_timestamp, last_offset,
                             log_append_time, [])

@@ -16,10 +16,9 @@ import asyncio
 import logging
 from typing import Callable
 
-from kafka_compat.storage.errors import LogError
 from kafka_compat.storage.validator import COORDINATOR
 
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.consumer_offsets import GroupMetadataValue
 from ..protocol.records import batches, build_batch, control_record_type, ControlRecordType
 from .group import ClassicGroup, GroupState, now_ms
@@ -207,7 +206,7 @@ class GroupMetadataManager:
         batch = bytearray(build_batch(records, compression=self.compression))
         try:
             partition.log.append(batch, partition.leader_epoch, origin=COORDINATOR)
-        except LogError as e:
+        except KafkaError as e:
             log.warning("appending to %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, partition.index, e)
             return e.error_code
         self.broker.replicas.appended(partition)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from ..config import ConfigError, effective_topic_config
-from ..protocol.errors import ErrorCode
+from ..config import effective_topic_config
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.create_partitions import CreatePartitionsResponse
 from ..protocol.messages.create_topics import CreateTopicsResponse
 from ..protocol.messages.delete_topics import DeleteTopicsResponse
@@ -24,7 +24,7 @@ from ..protocol.messages.elect_leaders import ElectLeadersResponse
 from ..protocol.primitives import ZERO_UUID
 from .metadata import AUTHORIZED_OPS_NOT_REQUESTED, CLUSTER_OPS, TOPIC_OPS
 from .registry import handles
-from .topics import INTERNAL_TOPICS, TopicError, validate_name
+from .topics import INTERNAL_TOPICS, validate_name
 
 ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2
 PREFERRED, UNCLEAN = 0, 1
@@ -32,7 +32,7 @@ MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.li
 
 
 def _fail(code: ErrorCode, message: str):
-    raise TopicError(code, message)
+    raise KafkaError(code, message)
 
 
 def check_replicas(broker, broker_ids: list[int], replication_factor: int | None) -> None:
@@ -101,10 +101,7 @@ def _create_one(broker, t, validate_only: bool) -> CreateTopicsResponse.Creatabl
     if nulls:
         _fail(ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls))
     configs = {c.name: c.value for c in t.configs}
-    try:
-        effective = effective_topic_config(broker.config, configs)
-    except ConfigError as e:
-        _fail(ErrorCode.INVALID_CONFIG, str(e))
+    effective = effective_topic_config(broker.config, configs)
     partitions, rf = _requested_partitions(broker, t)
     topic = broker.controller.create_topic(t.name, partitions, rf, configs, validate_only)
     return CreateTopicsResponse.CreatableTopicResult(
@@ -128,8 +125,8 @@ def handle_create_topics(broker, request):
             continue
         try:
             results.append(_create_one(broker, t, req.validate_only))
-        except TopicError as e:
-            results.append(CreateTopicsResponse.CreatableTopicResult(name=t.name, error_code=e.code,
+        except KafkaError as e:
+            results.append(CreateTopicsResponse.CreatableTopicResult(name=t.name, error_code=e.error_code,
                                                                      error_message=e.message))
     for name in dict.fromkeys(t.name for t in req.topics if counts[t.name] > 1):
         results.append(CreateTopicsResponse.CreatableTopicResult(
@@ -191,8 +188,8 @@ def handle_delete_topics(broker, request):
         try:
             broker.controller.delete_topic(name)
             answer(name, topic_id)
-        except TopicError as e:
-            answer(name, topic_id, e.code, e.message)
+        except KafkaError as e:
+            answer(name, topic_id, e.error_code, e.message)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
@@ -229,8 +226,8 @@ def handle_create_partitions(broker, request):
         try:
             _add_partitions(broker, t, req.validate_only)
             results.append(Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
-        except TopicError as e:
-            results.append(Result(name=t.name, error_code=e.code, error_message=e.message))
+        except KafkaError as e:
+            results.append(Result(name=t.name, error_code=e.error_code, error_message=e.message))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
 
@@ -341,7 +338,7 @@ def handle_describe_topic_partitions(broker, request):
                 try:
                     validate_name(name)
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                except TopicError:
+                except KafkaError:
                     code = ErrorCode.INVALID_TOPIC_EXCEPTION
                 out.topics.append(Topic(error_code=code, name=name, topic_id=ZERO_UUID,
                                         is_internal=name in INTERNAL_TOPICS, partitions=[],
@@ -391,8 +388,8 @@ def handle_describe_producers(broker, request):
             if broker.topics.get(t.name) is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 topic_error = (code, code.message)
-        except TopicError as e:
-            topic_error = (e.code, e.message)
+        except KafkaError as e:
+            topic_error = (e.error_code, e.message)
         topics.append(DescribeProducersResponse.TopicResponse(
             name=t.name, partitions=[_producers(broker, t.name, i, topic_error) for i in t.partition_indexes]))
     return DescribeProducersResponse(throttle_time_ms=0, topics=topics)

@@ -13,12 +13,12 @@ import logging
 
 from ..config import (BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIG_DEF, ConfigError,
                       ConfigSource, ConfigType, describe_broker_config, effective_topic_config)
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
 from ..protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
 from .registry import handles
-from .topics import TopicError, validate_name
+from .topics import validate_name
 
 # ConfigResource.Type ids
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
@@ -33,29 +33,20 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-class ApiError(Exception):
-    """A per-resource failure: Kafka's error code and message."""
-
-    def __init__(self, code: ErrorCode, message: str | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 def _node_id(broker, name: str, what: str = "Broker id") -> None:
     """Resource names of BROKER/BROKER_LOGGER resources must be this node's id."""
     try:
         node = int(name)
     except ValueError:
-        raise ApiError(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {name}") from None
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {name}") from None
     if node != broker.node_id:
-        raise ApiError(ErrorCode.INVALID_REQUEST,
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
                        f"Unexpected broker id, expected {broker.node_id}, but received {name}")
 
 
-def _unsupported(resource_type: int) -> ApiError:
+def _unsupported(resource_type: int) -> KafkaError:
     name = RESOURCE_TYPE_NAMES.get(resource_type, str(resource_type))
-    return ApiError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {name}")
+    return KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {name}")
 
 
 # -- loggers (BROKER_LOGGER) ----------------------------------------------------------
@@ -85,7 +76,7 @@ def _logger(name: str) -> logging.Logger:
     if name == ROOT_LOGGER:
         return logging.getLogger()
     if name not in logging.Logger.manager.loggerDict:
-        raise ApiError(ErrorCode.INVALID_CONFIG, f"Logger {name} does not exist!")
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"Logger {name} does not exist!")
     return logging.getLogger(name)
 
 
@@ -96,18 +87,18 @@ def _alter_loggers(broker, resource, validate_only: bool) -> None:
     for c in resource.configs:
         op = c.config_operation
         if op in (APPEND, SUBTRACT):
-            raise ApiError(ErrorCode.INVALID_REQUEST,
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
                            f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
         if op not in (SET, DELETE):
-            raise ApiError(ErrorCode.INVALID_REQUEST,
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
                            f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource")
         lg = _logger(c.name)
         if op == DELETE:
             if c.name == ROOT_LOGGER:
-                raise ApiError(ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
             changes.append((lg, logging.NOTSET))
         elif c.value not in LOG4J_LEVELS:
-            raise ApiError(ErrorCode.INVALID_CONFIG,
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
                            f"Cannot set the log level of {c.name} to {c.value} as it is not a supported log "
                            f"level. Valid log levels are {', '.join(LOG4J_LEVELS)}")
         else:
@@ -140,13 +131,10 @@ def _unknown_broker_entries(cfg, synonyms: bool) -> list[Entry]:
 def _describe(broker, resource, synonyms: bool, docs: bool) -> list[Entry]:
     rtype, name = resource.resource_type, resource.resource_name
     if rtype == TOPIC:
-        try:
-            validate_name(name)
-        except TopicError as e:
-            raise ApiError(e.code, e.message) from None
+        validate_name(name)
         topic = broker.topics.get(name)
         if topic is None:
-            raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         entries = effective_topic_config(broker.config, topic.configs).values()
         return [_entry(e, synonyms, docs) for e in entries]
     if rtype == BROKER:
@@ -157,7 +145,7 @@ def _describe(broker, resource, synonyms: bool, docs: bool) -> list[Entry]:
         return [_entry(e, synonyms, docs) for e in entries] + _unknown_broker_entries(broker.config, synonyms)
     if rtype == BROKER_LOGGER:
         if not name:
-            raise ApiError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
         _node_id(broker, name)
         src = int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
         return [Entry(name=n, value=level, read_only=False, config_source=src, is_sensitive=False,
@@ -178,8 +166,8 @@ def handle_describe_configs(broker, request):
                      resource_name=r.resource_name, configs=[])
         try:
             entries = _describe(broker, r, synonyms, docs)
-        except ApiError as e:
-            out.error_code, out.error_message = e.code, e.message
+        except KafkaError as e:
+            out.error_code, out.error_message = e.error_code, e.message
         else:
             keys = set(r.configuration_keys or ())
             out.configs = [e for e in entries if e.name in keys] if keys else entries
@@ -200,29 +188,21 @@ def _duplicates(resources) -> set:
 def _check_request_configs(configs, null_ok=lambda c: False) -> None:
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
-        raise ApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     nulls = [c.name for c in configs if c.value is None and not null_ok(c)]
     if nulls:
-        raise ApiError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
 
 
 def _set_topic_configs(broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
     """Replace a topic's overrides: name, then values (as a whole), then existence, as Kafka's controller."""
     if not name:
-        raise ApiError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
-    try:
-        validate_name(name)
-        effective_topic_config(broker.config, overrides)
-    except TopicError as e:
-        raise ApiError(e.code, e.message) from None
-    except ConfigError as e:
-        raise ApiError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+    validate_name(name)
+    effective_topic_config(broker.config, overrides)
     if broker.topics.get(name) is None:
-        raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    try:
-        broker.controller.set_topic_configs(name, overrides, validate_only)
-    except TopicError as e:
-        raise ApiError(e.code, e.message) from None
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    broker.controller.set_topic_configs(name, overrides, validate_only)
 
 
 def _alter_broker(broker, name: str, ops: list[tuple[str, int, str | None]]) -> None:
@@ -239,25 +219,25 @@ def _alter_broker(broker, name: str, ops: list[tuple[str, int, str | None]]) -> 
     changed = {}
     for key, op, value in ops:
         if op not in OP_NAMES:
-            raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
         if op in (APPEND, SUBTRACT):
             definition = BROKER_CONFIG_DEF.get(key)
             if definition is None or definition.type is not ConfigType.LIST:
-                raise ApiError(ErrorCode.INVALID_CONFIG,
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
                                f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {key}")
         if op != DELETE:
             changed[key] = value
     static = sorted(k for k in changed if k in BROKER_CONFIG_DEF and k not in DYNAMIC_BROKER_CONFIGS)
     if static:
-        raise ApiError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(static)})")
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(static)})")
     for key, value in changed.items():
         if key in BROKER_CONFIG_DEF:
             try:
                 BROKER_CONFIG_DEF[key].parse(value)
             except ConfigError as e:
-                raise ApiError(ErrorCode.INVALID_REQUEST, str(e)) from None
+                raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
     if changed:
-        raise ApiError(ErrorCode.POLICY_VIOLATION,
+        raise KafkaError(ErrorCode.POLICY_VIOLATION,
                        "kafka-compat does not support dynamic broker configs yet: set "
                        + ", ".join(sorted(changed)) + " in the broker's properties and restart it")
 
@@ -270,10 +250,10 @@ def _respond(cls, resources, alter) -> list:
         code, message = ErrorCode.NONE, None
         try:
             if (r.resource_type, r.resource_name) in dup:
-                raise ApiError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
             alter(r)
-        except ApiError as e:
-            code, message = e.code, e.message
+        except KafkaError as e:
+            code, message = e.error_code, e.message
         out.append(cls(error_code=code, error_message=message, resource_type=r.resource_type,
                        resource_name=r.resource_name))
     return out
@@ -295,7 +275,7 @@ def handle_alter_configs(broker, request):
         elif r.resource_type in (GROUP, CLIENT_METRICS):
             raise _unsupported(r.resource_type)
         else:
-            raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
     return AlterConfigsResponse(throttle_time_ms=0,
                                 responses=_respond(AlterConfigsResponse.AlterConfigsResourceResponse,
@@ -321,7 +301,7 @@ def apply_ops(current: dict[str, str], ops) -> dict[str, str]:
         elif op in (APPEND, SUBTRACT):
             key = TOPIC_CONFIG_DEF.get(c.name)
             if key is None or key.type is not ConfigType.LIST:
-                raise ApiError(ErrorCode.INVALID_CONFIG,
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
                                f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
             old = new.get(c.name)
             if old is None:
@@ -337,7 +317,7 @@ def apply_ops(current: dict[str, str], ops) -> dict[str, str]:
                     parts.remove(item)
             new[c.name] = ",".join(parts)
         else:
-            raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
     return new
 
 
@@ -358,7 +338,7 @@ def handle_incremental_alter_configs(broker, request):
         elif r.resource_type in (GROUP, CLIENT_METRICS):
             raise _unsupported(r.resource_type)
         else:
-            raise ApiError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
     return IncrementalAlterConfigsResponse(
         throttle_time_ms=0,

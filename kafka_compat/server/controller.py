@@ -8,8 +8,8 @@ one later without touching the handlers).
 """
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
-from .topics import Topic, TopicError, validate_name
+from ..protocol.errors import ErrorCode, KafkaError
+from .topics import Topic, validate_name
 
 MAX_PARTITIONS = 100000
 
@@ -23,21 +23,21 @@ class Controller:
         return self.broker.topics
 
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
-        """Validate topic-level overrides; raise TopicError(INVALID_CONFIG) on a bad one."""
+        """Validate topic-level overrides; raise KafkaError(INVALID_CONFIG) on a bad one."""
         try:
             self.broker.replicas.validate_topic_configs(configs)
         except ValueError as e:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from e
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from e
         return configs
 
     def check_new_topic(self, name: str, partitions: int, replication_factor: int,
                         configs: dict[str, str]) -> tuple[int, int]:
         validate_name(name)
         if self.topics.get(name) is not None:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         other = self.topics.collides(name)
         if other:
-            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                              f"Topic '{name}' collides with existing topic: {other}")
         cfg = self.broker.config
         if partitions == -1:
@@ -45,12 +45,12 @@ class Controller:
         if replication_factor == -1:
             replication_factor = cfg["default.replication.factor"]
         if not 1 <= partitions <= MAX_PARTITIONS:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if replication_factor < 1:
-            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              "Replication factor must be larger than 0.")
         if replication_factor > 1:
-            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"Replication factor: {replication_factor} larger than available brokers: 1.")
         self.check_configs(configs)
         return partitions, replication_factor
@@ -68,9 +68,9 @@ class Controller:
     def delete_topic(self, name: str) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if not self.broker.config["delete.topic.enable"]:
-            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+            raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         self.topics.delete(name)
         self.broker.replicas.remove_topic(topic)
         return topic
@@ -78,16 +78,16 @@ class Controller:
     def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         if count < topic.partitions:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic currently has {topic.partitions} partitions, which is higher than "
                              f"the requested {count}.")
         if count == topic.partitions:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS,
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic already has {topic.partitions} partitions.")
         if count > MAX_PARTITIONS:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "Too many partitions.")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Too many partitions.")
         if validate_only:
             return
         old = topic.partitions
@@ -97,7 +97,7 @@ class Controller:
     def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False) -> None:
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
         self.check_configs(configs)
         if validate_only:
             return

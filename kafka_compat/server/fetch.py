@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 
-from kafka_compat.storage.errors import LogError
-
 from ..protocol.convert import down_convert
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.fetch import FetchResponse
 from ..purgatory import DelayedOperation
 from .registry import handles
@@ -82,7 +80,7 @@ class FetchPlan:
                 if bound > p.fetch_offset:
                     try:
                         total += partition.log.read(p.fetch_offset, p.partition_max_bytes, bound).size
-                    except LogError:
+                    except KafkaError:
                         return 1 << 30
         return total
 
@@ -121,7 +119,7 @@ class FetchPlan:
                 try:
                     result = log.read(p.fetch_offset, max(limit, 0), bound,
                                       min_one_message=remaining == req.max_bytes or v < 3)
-                except LogError as e:
+                except KafkaError as e:
                     pd.error_code = e.error_code
                     continue
                 size = result.size

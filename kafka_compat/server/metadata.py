@@ -7,11 +7,10 @@ request (v4+) allow it.
 """
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
 from .registry import handles
-from .topics import TopicError
 
 AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
 # With no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
@@ -65,8 +64,8 @@ def handle_metadata(broker, request):
             if topic is None and allow_create:
                 try:
                     topic = broker.controller.create_topic(t.name)
-                except TopicError as e:
-                    wanted.append(error_entry(e.code, t.name))
+                except KafkaError as e:
+                    wanted.append(error_entry(e.error_code, t.name))
                     continue
             wanted.append(topic_entry(broker, topic, include_ops) if topic
                           else error_entry(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, t.name))

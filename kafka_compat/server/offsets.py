@@ -1,9 +1,7 @@
 """ListOffsets, OffsetForLeaderEpoch and DeleteRecords: questions about a partition's offsets."""
 from __future__ import annotations
 
-from kafka_compat.storage.errors import LogError
-
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.delete_records import DeleteRecordsResponse
 from ..protocol.messages.list_offsets import ListOffsetsResponse
 from ..protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
@@ -96,7 +94,7 @@ def handle_delete_records(broker, request):
                     else:
                         partition.log.maybe_increment_log_start_offset(offset)
                         r.low_watermark = partition.log.log_start_offset
-                except LogError as e:
+                except KafkaError as e:
                     r.error_code = e.error_code
             parts.append(r)
         topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))

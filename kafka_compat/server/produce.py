@@ -7,30 +7,27 @@ here looks at individual records.
 from __future__ import annotations
 
 import os
-import struct
 import threading
 
-from kafka_compat.storage.errors import LogError
-
-from ..protocol.errors import ErrorCode
+from ..protocol.compression import ZSTD
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.init_producer_id import InitProducerIdResponse
 from ..protocol.messages.produce import ProduceResponse
-from .producer_state import ProducerError, producer_header
+from ..protocol.batch_header import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, MAGIC_OFFSET, producer_fields
 from .registry import CloseConnection, handles
 
-ZSTD = 4
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
-_ATTRS = struct.Struct(">h")
 
 
 def _legacy_ok(records, version: int) -> int:
     """Kafka's per-version format rules: v3+ carries only magic 2, zstd needs v7+."""
-    if records is None or len(records) < 17:
+    if records is None or len(records) <= MAGIC_OFFSET:
         return ErrorCode.INVALID_RECORD if records is None else ErrorCode.CORRUPT_MESSAGE
-    magic = records[16]
+    magic = records[MAGIC_OFFSET]
     if version >= 3 and magic != 2:
         return ErrorCode.INVALID_RECORD
-    if magic == 2 and version < 7 and len(records) >= 23 and _ATTRS.unpack_from(records, 21)[0] & 7 == ZSTD:
+    if magic == 2 and version < 7 and len(records) > ATTRIBUTES_OFFSET + 1 \
+            and records[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK == ZSTD:
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
     return ErrorCode.NONE
 
@@ -43,24 +40,24 @@ def append_partition(broker, topic: str, index: int, records, version: int) -> P
     code = _legacy_ok(records, version)
     if code:
         return _failed(index, code)
-    header = producer_header(records)
+    header = producer_fields(records)
     if header is not None:
         try:
             duplicate = partition.producers.check(header)
-        except ProducerError as e:
-            return _failed(index, e.code, str(e))
+        except KafkaError as e:
+            return _failed(index, e.error_code, str(e))
         if duplicate is not None:       # a retry of a batch we already have: its original offsets
             return PartitionProduceResponse(index=index, base_offset=duplicate.first_offset,
                                             log_start_offset=partition.log.log_start_offset)
     try:
         result = partition.log.append(records, partition.leader_epoch)
-    except LogError as e:
+    except KafkaError as e:
         out = _failed(index, e.error_code, str(e) or None)
         out.record_errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                              for i, m in e.record_errors]
         return out
     if header is not None:
-        partition.producers.update(header.producer_id, header.epoch, header.first_seq, header.last_seq,
+        partition.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence,
                                    result.first_offset, result.last_offset, result.max_timestamp)
     broker.replicas.appended(partition)
     return PartitionProduceResponse(index=index, base_offset=result.first_offset,

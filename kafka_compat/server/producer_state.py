@@ -9,17 +9,15 @@ The state is rebuilt from the batch headers in the log after a restart.
 """
 from __future__ import annotations
 
-import struct
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..protocol.errors import ErrorCode
+from ..protocol.batch_header import ProducerFields
+from ..protocol.errors import ErrorCode, KafkaError
 
 NO_EPOCH = -1
 INT32_MAX = 2**31 - 1
 BATCHES_KEPT = 5
-_PRODUCER = struct.Struct(">qhi")       # ProducerId, ProducerEpoch, BaseSequence at byte 43 of a v2 batch
-_COUNT = struct.Struct(">i")
 
 
 @dataclass
@@ -41,35 +39,6 @@ class ProducerEntry:
         return self.batches[-1].last_seq if self.batches else -1
 
 
-class ProducerError(Exception):
-    def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass
-class BatchHeader:
-    producer_id: int
-    epoch: int
-    first_seq: int
-    count: int
-
-    @property
-    def last_seq(self) -> int:
-        return (self.first_seq + self.count - 1) % (INT32_MAX + 1)
-
-
-def producer_header(records) -> BatchHeader | None:
-    """Producer fields of the first magic-2 batch in `records`, or None when not idempotent."""
-    if records is None or len(records) < 61 or records[16] != 2:
-        return None
-    pid, epoch, seq = _PRODUCER.unpack_from(records, 43)
-    if pid < 0:
-        return None
-    count, = _COUNT.unpack_from(records, 57)
-    return BatchHeader(pid, epoch, seq, count)
-
-
 def _in_sequence(last: int, first: int) -> bool:
     return first == last + 1 or (first == 0 and last == INT32_MAX)
 
@@ -78,26 +47,26 @@ class ProducerStateManager:
     def __init__(self):
         self.producers: dict[int, ProducerEntry] = {}
 
-    def check(self, h: BatchHeader) -> BatchRecord | None:
-        """Before an append: the earlier batch this one duplicates, or None; raises ProducerError."""
+    def check(self, h: ProducerFields) -> BatchRecord | None:
+        """Before an append: the earlier batch this one duplicates, or None; raises KafkaError."""
         entry = self.producers.get(h.producer_id)
         if entry is None:
             return None
-        if h.epoch < entry.epoch:
-            raise ProducerError(ErrorCode.INVALID_PRODUCER_EPOCH,
-                                f"epoch {h.epoch} is older than the current {entry.epoch} of producer "
+        if h.producer_epoch < entry.epoch:
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                f"epoch {h.producer_epoch} is older than the current {entry.epoch} of producer "
                                 f"{h.producer_id}")
-        if h.epoch != entry.epoch:
-            if h.first_seq != 0 and entry.epoch != NO_EPOCH:
-                raise ProducerError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                    f"a new epoch {h.epoch} must start at sequence 0, not {h.first_seq}")
+        if h.producer_epoch != entry.epoch:
+            if h.base_sequence != 0 and entry.epoch != NO_EPOCH:
+                raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                    f"a new epoch {h.producer_epoch} must start at sequence 0, not {h.base_sequence}")
             return None
         for b in entry.batches:
-            if b.first_seq == h.first_seq and b.last_seq == h.last_seq:
+            if b.first_seq == h.base_sequence and b.last_seq == h.last_sequence:
                 return b
-        if entry.batches and not _in_sequence(entry.last_seq, h.first_seq):
-            raise ProducerError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                f"sequence {h.first_seq} does not follow {entry.last_seq} for producer "
+        if entry.batches and not _in_sequence(entry.last_seq, h.base_sequence):
+            raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                f"sequence {h.base_sequence} does not follow {entry.last_seq} for producer "
                                 f"{h.producer_id}")
         return None
 

@@ -12,21 +12,12 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 
 METADATA_FILE = "kafka-compat-topics.json"
 MAX_NAME_LENGTH = 249
 LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state"}
-
-
-class TopicError(Exception):
-    """A topic operation refused with a Kafka error code."""
-
-    def __init__(self, code: ErrorCode, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass
@@ -44,14 +35,14 @@ class Topic:
 def validate_name(name: str) -> None:
     """Kafka's topic name rules (Topic.validate)."""
     if not name:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "topic name is empty")
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "topic name is empty")
     if name in (".", ".."):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name cannot be {name!r}")
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name cannot be {name!r}")
     if len(name) > MAX_NAME_LENGTH:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name is longer than {MAX_NAME_LENGTH} characters")
     if not LEGAL.match(name):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"topic name {name!r} has characters other than ASCII letters, digits, '.', '_', '-'")
 
 
@@ -103,13 +94,13 @@ class TopicRegistry:
                *, persist: bool = True) -> Topic:
         validate_name(name)
         if name in self.topics:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         other = self.collides(name)
         if other:
-            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                              f"topic {name!r} collides with existing topic {other!r}")
         if partitions < 1:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
         topic = Topic(name, uuid.uuid4().bytes, partitions, dict(configs or {}))
         self.topics[name] = topic
         self.by_id[topic.topic_id] = topic

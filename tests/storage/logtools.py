@@ -36,7 +36,7 @@ def assert_consistent(lg, contiguous=True):
     batch and names the last offset of the append that began there; each time index entry names the
     largest timestamp so far and the batch that reached it.
     """
-    from kafka_compat.storage.headers import crc_valid
+    from kafka_compat.protocol.batch_header import crc_valid
 
     expected_next = lg.segments[0].base_offset
     for seg in lg.segments:

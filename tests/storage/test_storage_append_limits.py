@@ -7,9 +7,8 @@ import struct
 import pytest
 from logtools import TS, batch
 
-from kafka_compat.protocol.errors import ErrorCode
+from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.storage.log_config import LogConfig
-from kafka_compat.storage.errors import LogError
 
 
 def bases(lg):
@@ -90,7 +89,7 @@ def _with(data: bytearray, fmt: str, at: int, value) -> bytearray:
 ])
 def test_writable_batches_breaking_a_rule_get_kafka_errors(make_log, make, code):
     lg = make_log(max_message_bytes=1000)
-    with pytest.raises(LogError) as info:
+    with pytest.raises(KafkaError) as info:
         lg.append(make())
     assert info.value.error_code == code
     assert lg.log_end_offset == 0 and lg.active_segment.size == 0

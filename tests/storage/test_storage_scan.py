@@ -7,8 +7,8 @@ import struct
 import pytest
 
 from kafka_compat.protocol.records import build_batch, build_legacy_message_set
-from kafka_compat.storage import headers
-from kafka_compat.storage.headers import iter_file_batches, read_batch_info
+from kafka_compat.storage import file_records
+from kafka_compat.storage.file_records import iter_file_batches, read_batch_header
 
 _BASE = struct.Struct(">q")
 
@@ -17,7 +17,7 @@ def _one_by_one(fd, start, end):
     """The reference: one pread per header, as the scan used to read."""
     out, position = [], start
     while True:
-        info = read_batch_info(fd, position, end)
+        info = read_batch_header(fd, position, end)
         if info is None or position + info.size > end:
             return out
         out.append(info)
@@ -57,7 +57,7 @@ def test_chunked_scan_matches_header_by_header(segment):
     assert list(iter_file_batches(fd, 0, size)) == every
     rng = random.Random(5)
     for start in rng.sample([b.position for b in every], 60):
-        for end in (size, size - 1, start + 3, start + 61, start + headers.SCAN_CHUNK, start + headers.SCAN_CHUNK + 7,
+        for end in (size, size - 1, start + 3, start + 61, start + file_records.SCAN_CHUNK, start + file_records.SCAN_CHUNK + 7,
                     rng.randrange(start, size + 1)):
             end = min(end, size)
             assert list(iter_file_batches(fd, start, end)) == _one_by_one(fd, start, end), (start, end)
@@ -89,7 +89,7 @@ def test_one_read_covers_an_index_interval_of_small_batches(tmp_path, monkeypatc
         calls.append((n, pos))
         return real(fd, n, pos)
 
-    monkeypatch.setattr(headers.os, "pread", counting)
+    monkeypatch.setattr(file_records.os, "pread", counting)
     fd = os.open(path, os.O_RDONLY)
     try:
         got = list(iter_file_batches(fd, 0, len(data)))

@@ -7,12 +7,11 @@ import pytest
 from logtools import TS, batch, keyed
 
 from kafka_compat.protocol.compression import GZIP, LZ4, SNAPPY
-from kafka_compat.protocol.errors import ErrorCode
+from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import (
     LOG_APPEND_TIME, LegacyMessage, RecordBatch, build_batch, build_control_batch, build_legacy_message_set,
 )
 from kafka_compat.storage.log_config import LogConfig
-from kafka_compat.storage.errors import LogError
 from kafka_compat.storage.log import Log
 from kafka_compat.storage.scheduler import Scheduler
 from kafka_compat.storage.validator import COORDINATOR, validate_and_assign
@@ -26,10 +25,10 @@ def assign(data, next_offset=1000, config=None, epoch=7, **kw):
 
 @pytest.fixture(params=["validator", "log"])
 def error_code(request, tmp_path):
-    """error_code(data, config) -> the LogError code, through validate_and_assign and through
+    """error_code(data, config) -> the KafkaError code, through validate_and_assign and through
     Log.append, whose own header-only path must apply the same rules and write nothing."""
     def through_validator(data, config=None, **kw) -> int:
-        with pytest.raises(LogError) as info:
+        with pytest.raises(KafkaError) as info:
             assign(data, config=config, **kw)
         return info.value.error_code
 
@@ -37,7 +36,7 @@ def error_code(request, tmp_path):
         lg = Log(str(tmp_path / f"t-{len(os.listdir(tmp_path))}"), config or LogConfig(),
                  scheduler=scheduler, clock=lambda: NOW)
         try:
-            with pytest.raises(LogError) as info:
+            with pytest.raises(KafkaError) as info:
                 lg.append(data, 7, **kw)
             assert lg.log_end_offset == 0 and lg.active_segment.size == 0
         finally:
@@ -179,7 +178,7 @@ def test_max_message_bytes(error_code):
 
 def test_null_key_on_compacted_topic_is_invalid_record(error_code):
     data = keyed([(b"a", b"1"), (None, b"2"), (b"c", b"3")])
-    with pytest.raises(LogError) as info:
+    with pytest.raises(KafkaError) as info:
         assign(data, config=LogConfig(cleanup_policy="compact"))
     assert info.value.error_code == ErrorCode.INVALID_RECORD
     assert [i for i, _ in info.value.record_errors] == [1]
