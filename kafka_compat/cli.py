@@ -35,10 +35,8 @@ def build_config(properties: str | None, overrides: list[str]):
 
 
 async def serve(config) -> int:
-    from .network.heap import retain_freed_buffers
     from .server.broker import Broker, BrokerStartError
-    retain_freed_buffers()
-    broker = Broker(config)
+    broker = Broker(config, retain_freed_buffers=True)
     try:
         await broker.start()
     except BrokerStartError as e:

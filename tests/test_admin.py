@@ -310,15 +310,15 @@ def test_broker_logger_levels(broker):
 
 
 def test_delete_topics_disabled_answers_every_topic():
-    """Decided before any topic is looked at, so a broker with only its config shows it."""
-    from types import SimpleNamespace
+    """Decided before any topic is looked at, so a handler with only its config (no cache, no controller)
+    shows it."""
     from kafka_compat.config import BrokerConfig
     from kafka_compat.protocol.frames import Request
-    from kafka_compat.server.admin import handle_delete_topics
-    stub = SimpleNamespace(config=BrokerConfig({"delete.topic.enable": "false"}))
+    from kafka_compat.server.delete_topics import DeleteTopicsApi
+    api = DeleteTopicsApi(BrokerConfig({"delete.topic.enable": "false"}), metadata_cache=None, controller=None)
     for version, code in [(2, ErrorCode.INVALID_REQUEST), (5, ErrorCode.TOPIC_DELETION_DISABLED)]:
         req = Request(20, version, 1, "t", None, DeleteTopicsRequest(topic_names=["a", "b"]), APIS[20])
-        resp = handle_delete_topics(stub, req)
+        resp = api.handle_delete_topics(req)
         assert [(r.name, r.error_code) for r in resp.responses] == [("a", code), ("b", code)]
 
 

@@ -16,8 +16,7 @@ from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import RecordBatch, build_batch
 from kafka_compat.server.broker import Broker
-import kafka_compat.server.handlers  # noqa: F401  (registers the handlers)
-from kafka_compat.server.registry import supported_versions
+from kafka_compat.server.broker import advertised_api_versions
 from kafka_compat.testing import EmbeddedBroker
 
 from schema_values import SCHEMAS
@@ -48,7 +47,7 @@ def test_advertised_api_versions_match_the_schemas(broker):
     for key, (lo, hi) in table.items():
         assert key in schema, f"advertised key {key} has no schema"
         assert schema[key][0] <= lo <= hi <= schema[key][1], (key, (lo, hi), schema[key])
-    assert table == supported_versions()       # exactly what handlers registered
+    assert table == advertised_api_versions()  # exactly what the handlers register
     assert table[0][0] == 0                    # Produce v0 advertised: old librdkafka needs it
     assert {0, 1, 2, 3, 18}.issubset(table)
     # every advertised version really decodes: ask Metadata at each one
@@ -162,10 +161,10 @@ def test_long_poll_fetch_completes_when_a_record_arrives(tmp_path):
             await c.send(1, 12, fetch_body("lp", 0, max_wait_ms=60_000))
             waiting = asyncio.ensure_future(c.receive(1, 12))
             for _ in range(200):                     # until the fetch is parked in the purgatory
-                if b.replicas.fetch_purgatory.delayed():
+                if b.replica_manager.fetch_purgatory.delayed():
                     break
                 await asyncio.sleep(0.01)
-            assert b.replicas.fetch_purgatory.delayed() == 1 and not waiting.done()
+            assert b.replica_manager.fetch_purgatory.delayed() == 1 and not waiting.done()
             order = []
             waiting.add_done_callback(lambda _: order.append("fetch answered"))
             await producer.call(0, 9, produce_body("lp", build_batch([(b"k", b"hello", [], 1000)])))

@@ -38,8 +38,8 @@ from kafka_compat.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.records import batches
+from kafka_compat.group.group_metadata_manager import GroupMetadataManager
 from kafka_compat.server.broker import Broker
-import kafka_compat.server.handlers  # noqa: F401  (registers the handlers)
 from kafka_compat.testing import EmbeddedBroker
 
 from wire import AsyncWireClient, WireClient, decode_response
@@ -168,8 +168,8 @@ async def until(predicate, what: str):
 
 def offsets_log_records(b, group: str) -> list[tuple[bytes, bytes | None]]:
     """Every (key, value) of the group's `__consumer_offsets` partition, in log order."""
-    part = b.replicas.get(GROUP_METADATA_TOPIC_NAME, b.group_coordinator.partition_for(group))
-    data = part.log.read(0, 1 << 30).read_bytes()
+    data = b.replica_manager.read_local(GROUP_METADATA_TOPIC_NAME, b.group_coordinator.partition_for(group), 0,
+                                        1 << 30).records.read_bytes()
     return [(bytes(r.key), None if r.value is None else bytes(r.value))
             for batch in batches(data) for r in batch.records()]
 
@@ -213,7 +213,7 @@ def _java_hash_reference(s: str) -> int:
 def test_find_coordinator_single_and_batched_creates_the_compacted_offsets_topic(tmp_path):
     async def scenario():
         async with running(tmp_path, offsets_topic_num_partitions=7) as b:
-            assert b.topics.get(GROUP_METADATA_TOPIC_NAME) is None
+            assert b.controller.topics.get(GROUP_METADATA_TOPIC_NAME) is None
             c = await connect(b)
             old = await c.call(FIND_COORDINATOR, 0, FindCoordinatorRequest(key="g"))
             v2 = await c.call(FIND_COORDINATOR, 2, FindCoordinatorRequest(key="g", key_type=0))
@@ -221,7 +221,7 @@ def test_find_coordinator_single_and_batched_creates_the_compacted_offsets_topic
                                                                                coordinator_keys=["a", "b", "c"]))
             txn = await c.call(FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=["t"]))
             bad = await c.call(FIND_COORDINATOR, 6, FindCoordinatorRequest(key_type=9, coordinator_keys=["x"]))
-            topic = b.topics.get(GROUP_METADATA_TOPIC_NAME)
+            topic = b.controller.topics.get(GROUP_METADATA_TOPIC_NAME)
             await c.close()
             return b.bound[0].port, old, v2, batched, txn, bad, topic
 
@@ -480,7 +480,7 @@ def test_offset_fetch_v8_several_groups_and_v10_topic_ids(tmp_path):
     async def scenario():
         async with running(tmp_path) as b:
             await create_topic(b, "t", 2)
-            topic_id = b.topics.get("t").topic_id
+            topic_id = b.controller.topics.get("t").topic_id
             c = await connect(b)
             await Member(c, "g1").commit("t", {0: 11})
             await Member(c, "g2").commit("t", {1: 22})
@@ -548,7 +548,7 @@ def test_commits_and_rebalances_are_kafka_records_in_the_groups_partition(tmp_pa
 
 
 # ---------------------------------------------------------------- persistence
-def test_restart_serves_committed_offsets_and_the_stable_group(tmp_path):
+def test_restart_serves_committed_offsets_and_the_stable_group(tmp_path, monkeypatch):
     async def first_life():
         async with running(tmp_path) as b:
             await create_topic(b, "t", 2)
@@ -558,24 +558,28 @@ def test_restart_serves_committed_offsets_and_the_stable_group(tmp_path):
             return m.member_id, m.generation, assignment
 
     async def second_life():
+        # hold the background load back, to see the state before it has run
+        gate = asyncio.Event()
+        real = GroupMetadataManager.load_partition
+
+        async def gated(self, index, on_group_loaded):
+            await gate.wait()
+            return await real(self, index, on_group_loaded)
+
+        monkeypatch.setattr(GroupMetadataManager, "load_partition", gated)
         b = Broker(settings(tmp_path))
-        # start by hand to see the state before the background load has run
-        b._prepare_dirs()
-        from kafka_compat.server.topics import TopicRegistry
-        b.topics = TopicRegistry(b.log_dirs[0])
-        await b.replicas.startup()
-        await b.group_coordinator.startup()
+        await b.start()
         coordinator = b.group_coordinator
         during = (coordinator.handle_fetch_offsets("g", None, False)[0],
                   coordinator.handle_heartbeat("g", member_id, None, generation),
                   coordinator.handle_list_groups(None, None)[0])
+        gate.set()
         await coordinator.manager.load_task
         after_error, offsets = coordinator.handle_fetch_offsets("g", None, False)
         simple = coordinator.handle_fetch_offsets("simple", [("t", 0)], False)
         hb = coordinator.handle_heartbeat("g", member_id, None, generation)
         state = coordinator.manager.get_group("g").state.value
-        await coordinator.shutdown()
-        await b.replicas.shutdown()
+        await b.stop()
         return during, after_error, offsets, simple, hb, state
 
     member_id, generation, assignment = asyncio.run(first_life())

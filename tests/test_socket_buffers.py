@@ -20,8 +20,8 @@ def test_configured_sizes_are_set_and_minus_one_keeps_the_default():
     a, b = socket.socketpair()
     try:
         default_snd = b.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
-        set_buffer_sizes(a, {"socket.send.buffer.bytes": 65536, "socket.receive.buffer.bytes": 32768})
-        set_buffer_sizes(b, {"socket.send.buffer.bytes": -1, "socket.receive.buffer.bytes": -1})
+        set_buffer_sizes(a, 65536, 32768)
+        set_buffer_sizes(b, -1, -1)
         # Linux reports twice the requested size (it counts its bookkeeping too).
         assert a.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) in (65536, 2 * 65536)
         assert a.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) in (32768, 2 * 32768)

@@ -53,11 +53,12 @@ class MemberSummary:
 
 
 class GroupCoordinator:
-    def __init__(self, broker, clock=now_ms):
-        cfg = broker.config
-        self.broker = broker
+    def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, clock=now_ms):
+        cfg = config
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
         self.clock = clock
-        self.manager = GroupMetadataManager(broker, clock)
+        self.manager = GroupMetadataManager(config, replica_manager, metadata_cache, controller, clock)
         self.min_session_timeout_ms = cfg["group.min.session.timeout.ms"]
         self.max_session_timeout_ms = cfg["group.max.session.timeout.ms"]
         self.initial_rebalance_delay_ms = cfg["group.initial.rebalance.delay.ms"]
@@ -70,7 +71,7 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------ lifecycle
     async def startup(self) -> None:
-        node = self.broker.node_id
+        node = self.broker_id
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", broker_id=node)
         self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", broker_id=node)
         self.manager.schedule_load(self._on_group_loaded)
@@ -103,6 +104,15 @@ class GroupCoordinator:
 
     def partition_for(self, group_id: str) -> int:
         return self.manager.partition_for(group_id)
+
+    def find_coordinator(self, group_id: str) -> tuple[int, int]:
+        """(error, broker id) of the coordinator of ``group_id``: the leader of its offsets partition."""
+        if not self.active or not self.manager.ensure_topic():
+            return E.COORDINATOR_NOT_AVAILABLE, -1
+        state = self.metadata_cache.partition_state(GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id))
+        if state is None or state.leader < 0 or not self.metadata_cache.is_alive(state.leader):
+            return E.COORDINATOR_NOT_AVAILABLE, -1
+        return E.NONE, state.leader
 
     def validate_group_status(self, group_id: str | None, api: str) -> int | None:
         """INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS, else None."""
@@ -272,29 +282,34 @@ class GroupCoordinator:
             if group.protocol_name == group.select_protocol():
                 # KIP-345: the same instance is back; it keeps its assignment without a rebalance.
                 assignment = {mid: m.assignment for mid, m in group.members.items()}
-                error = self.manager.store_group(group, assignment)
-                if error != E.NONE:
-                    log.warning("group %s: cannot persist static member %s: %s", group.group_id, instance_id,
-                                error)
-                    group.update_member(member, old_protocols, old_rebalance, old_session, None)
-                    old = group.replace_static_member(instance_id, new_member_id, old_member_id)
-                    self._complete_and_schedule_next_heartbeat_expiration(group, old)
-                    callback(JoinResult(error, "", group.generation_id, group.protocol_type, group.protocol_name,
-                                        current_leader or ""))
-                elif support_skip_assignment:
-                    # JoinGroup v9: the leader learns it leads, but must not run the assignor now.
-                    is_leader = group.is_leader(new_member_id)
-                    group.maybe_invoke_join_callback(member, self._join_result_for(
-                        group, new_member_id, include_members=is_leader, skip_assignment=is_leader))
-                else:
-                    # Older members: answer with the old leader id, so no member thinks it must assign.
-                    group.maybe_invoke_join_callback(member, self._join_result_for(
-                        group, new_member_id, include_members=False, leader_id=current_leader or ""))
+                self.manager.store_group(group, assignment, lambda error: self._static_member_stored(
+                    group, member, instance_id, old_member_id, new_member_id, old_protocols, old_rebalance,
+                    old_session, current_leader, support_skip_assignment, callback, error))
             else:
                 self._maybe_prepare_rebalance(group, f"static member {instance_id} changed the group protocol")
         elif group.is_(COMPLETING):
             # The leader may already be assigning for the old member id: start over.
             self._prepare_rebalance(group, f"static member {instance_id} rejoined during CompletingRebalance")
+
+    def _static_member_stored(self, group, member, instance_id, old_member_id, new_member_id, old_protocols,
+                              old_rebalance, old_session, current_leader, support_skip_assignment, callback,
+                              error) -> None:
+        if error != E.NONE:
+            log.warning("group %s: cannot persist static member %s: %s", group.group_id, instance_id, error)
+            group.update_member(member, old_protocols, old_rebalance, old_session, None)
+            old = group.replace_static_member(instance_id, new_member_id, old_member_id)
+            self._complete_and_schedule_next_heartbeat_expiration(group, old)
+            callback(JoinResult(error, "", group.generation_id, group.protocol_type, group.protocol_name,
+                                current_leader or ""))
+        elif support_skip_assignment:
+            # JoinGroup v9: the leader learns it leads, but must not run the assignor now.
+            is_leader = group.is_leader(new_member_id)
+            group.maybe_invoke_join_callback(member, self._join_result_for(
+                group, new_member_id, include_members=is_leader, skip_assignment=is_leader))
+        else:
+            # Older members: answer with the old leader id, so no member thinks it must assign.
+            group.maybe_invoke_join_callback(member, self._join_result_for(
+                group, new_member_id, include_members=False, leader_id=current_leader or ""))
 
     def _update_member_and_rebalance(self, group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
                                      callback, reason) -> None:
@@ -355,9 +370,10 @@ class GroupCoordinator:
         group.init_next_generation()
         if group.is_(EMPTY):
             log.info("group %s with generation %d is now empty", group.group_id, group.generation_id)
-            error = self.manager.store_group(group, {})
-            if error != E.NONE:
-                log.warning("group %s: cannot write its empty metadata: %s", group.group_id, error)
+            def stored(error):
+                if error != E.NONE:
+                    log.warning("group %s: cannot write its empty metadata: %s", group.group_id, error)
+            self.manager.store_group(group, {}, stored)
             return
         log.info("stabilized group %s generation %d (%s) with %d members", group.group_id, group.generation_id,
                  group.protocol_name, group.size)
@@ -446,7 +462,11 @@ class GroupCoordinator:
             log.warning("group %s generation %d: empty assignment for %s", group.group_id, generation_id, missing)
         log.info("assignment received from leader %s for group %s generation %d", leader_id, group.group_id,
                  generation_id)
-        error = self.manager.store_group(group, assignment)
+        self.manager.store_group(group, assignment,
+                                 lambda error: self._assignment_stored(group, generation_id, assignment, error))
+
+    def _assignment_stored(self, group: ClassicGroup, generation_id: int, assignment: dict[str, bytes],
+                           error: int) -> None:
         if not (group.is_(COMPLETING) and group.generation_id == generation_id):
             return
         if error != E.NONE:
@@ -577,8 +597,14 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------ offsets
     def handle_commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
-                              offsets: dict[tuple[str, int], OffsetAndMetadata], api_version: int
-                              ) -> dict[tuple[str, int], int]:
+                              offsets: dict[tuple[str, int], OffsetAndMetadata], api_version: int, callback) -> None:
+        """Commit, then ``callback({(topic, partition): error})`` once the commit is durable (acks=-1)."""
+        errors = self._commit_offsets(group_id, member_id, instance_id, generation_id, offsets, api_version,
+                                      callback)
+        if errors is not None:
+            callback(errors)
+
+    def _commit_offsets(self, group_id, member_id, instance_id, generation_id, offsets, api_version, callback):
         def all_(code):
             return {tp: code for tp in offsets}
 
@@ -598,7 +624,8 @@ class GroupCoordinator:
         if group.state in (STABLE, PREPARING):
             # A commit proves the member alive, like a heartbeat.
             self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
-        return self.manager.store_offsets(group, offsets)
+        self.manager.store_offsets(group, offsets, callback)
+        return None
 
     def _validate_offset_commit(self, group: ClassicGroup, member_id: str, instance_id: str | None,
                                 generation_id: int) -> int | None:
@@ -630,6 +657,10 @@ class GroupCoordinator:
         if partitions is None:
             return E.NONE, [(t, p, o) for (t, p), o in group.offsets.items()]
         return E.NONE, [(t, p, group.offsets.get((t, p))) for t, p in partitions]
+
+    def on_topic_deleted(self, topic: str, partitions: int) -> None:
+        if self.active:
+            self.handle_deleted_partitions([(topic, i) for i in range(partitions)])
 
     def handle_deleted_partitions(self, partitions: list[tuple[str, int]]) -> int:
         """A topic was deleted: forget the offsets every group committed for it."""

@@ -18,7 +18,7 @@ from typing import Callable
 
 from kafka_compat.storage.validator import COORDINATOR
 
-from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.errors import ErrorCode
 from ..protocol.messages.consumer_offsets import GroupMetadataValue
 from ..protocol.records import batches, build_batch, control_record_type, ControlRecordType
 from .group import ClassicGroup, GroupState, now_ms
@@ -86,19 +86,18 @@ def group_from_value(group_id: str, version: int, v: GroupMetadataValue) -> Clas
     return group
 
 
-def read_offsets_partition(log_, load_buffer_size: int):
+def read_offsets_partition(replica_manager, index: int, load_buffer_size: int):
     """Replay one `__consumer_offsets` partition: the latest offset per key and value per group.
 
-    Runs in a worker thread; it only reads the log. Transactional offset commits
-    count once their COMMIT marker is seen, as in Kafka.
+    Runs in a worker thread; it only reads, through the ReplicaManager. Transactional
+    offset commits count once their COMMIT marker is seen, as in Kafka.
     """
     offsets: dict[OffsetKey, OffsetAndMetadata] = {}
     groups: dict[str, tuple[int, GroupMetadataValue] | None] = {}
     pending: dict[int, dict[OffsetKey, OffsetAndMetadata | None]] = {}
-    position = log_.log_start_offset
-    end = log_.log_end_offset
+    position, end = replica_manager.log_offsets(GROUP_METADATA_TOPIC_NAME, index)
     while position < end:
-        data = log_.read(position, load_buffer_size, upper_bound=end).read_bytes()
+        data = replica_manager.read_local(GROUP_METADATA_TOPIC_NAME, index, position, load_buffer_size).records.read_bytes()
         if not data:
             break
         for batch in batches(data):
@@ -133,9 +132,12 @@ def read_offsets_partition(log_, load_buffer_size: int):
 
 
 class GroupMetadataManager:
-    def __init__(self, broker, clock: Callable[[], int] = now_ms):
-        cfg = broker.config
-        self.broker = broker
+    def __init__(self, config, replica_manager, metadata_cache, controller, clock: Callable[[], int] = now_ms):
+        cfg = config
+        self.replica_manager = replica_manager
+        self.metadata_cache = metadata_cache
+        self.controller = controller            # creates the topic on first use
+        self.commit_timeout_ms = cfg["offsets.commit.timeout.ms"]
         self.clock = clock
         self.groups: dict[str, ClassicGroup] = {}
         self.loading: set[int] = set()
@@ -163,7 +165,7 @@ class GroupMetadataManager:
         return bool(self.loading)
 
     def topic_exists(self) -> bool:
-        return self.broker.topics.get(GROUP_METADATA_TOPIC_NAME) is not None
+        return self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME) is not None
 
     def ensure_topic(self) -> bool:
         """Create `__consumer_offsets` if it is missing (Kafka does on FindCoordinator); False if it cannot be."""
@@ -172,7 +174,7 @@ class GroupMetadataManager:
         configs = {"cleanup.policy": "compact", "compression.type": "producer",
                    "segment.bytes": str(self.segment_bytes)}
         try:
-            self.broker.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, 1, configs)
+            self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, 1, configs)
         except Exception:
             log.exception("cannot create %s", GROUP_METADATA_TOPIC_NAME)
             return False
@@ -197,42 +199,56 @@ class GroupMetadataManager:
         return group is None or group.is_(GroupState.DEAD)
 
     # ------------------------------------------------------------ writing
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], callback) -> None:
+        """Append to the group's partition with acks=-1; ``callback(error)`` once that is settled."""
         if not self.ensure_topic():
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = self.broker.replicas.get(GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id))
-        if partition is None:
-            return ErrorCode.NOT_COORDINATOR
+            callback(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return
         batch = bytearray(build_batch(records, compression=self.compression))
-        try:
-            partition.log.append(batch, partition.leader_epoch, origin=COORDINATOR)
-        except KafkaError as e:
-            log.warning("appending to %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, partition.index, e)
-            return e.error_code
-        self.broker.replicas.appended(partition)
-        return ErrorCode.NONE
+        index = self.partition_for(group_id)
+        results = self.replica_manager.append_records(
+            self.commit_timeout_ms, -1, [(GROUP_METADATA_TOPIC_NAME, index, batch)], origin=COORDINATOR,
+            internal_topics_allowed=True)
 
-    def store_group(self, group: ClassicGroup, assignment: dict[str, bytes]) -> int:
-        """Append the group's metadata with this assignment; the error a member should see."""
+        def settled(results) -> None:
+            error = results[0].error_code
+            if error:
+                log.warning("appending to %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, index,
+                            results[0].error_message or ErrorCode(error).name)
+            callback(error)
+
+        if isinstance(results, asyncio.Future):
+            results.add_done_callback(lambda f: settled(f.result()) if not f.cancelled() and not f.exception()
+                                      else callback(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        else:
+            settled(results)
+
+    def store_group(self, group: ClassicGroup, assignment: dict[str, bytes], callback) -> None:
+        """Append the group's metadata with this assignment; ``callback(error a member should see)``."""
         value = group_metadata_value(group_to_value(group, assignment))
-        error = self._append(group.group_id, [(group_metadata_key(group.group_id), value)])
-        return _STORE_GROUP_ERRORS.get(error, error)
+        self._append(group.group_id, [(group_metadata_key(group.group_id), value)],
+                     lambda error: callback(_STORE_GROUP_ERRORS.get(error, error)))
 
-    def store_offsets(self, group: ClassicGroup,
-                      offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
-        """Append the commits (one batch, so they land atomically) and cache them; per-partition errors."""
+    def store_offsets(self, group: ClassicGroup, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                      callback) -> None:
+        """Append the commits (one batch, so they land atomically), cache them once durable, then
+        ``callback({(topic, partition): error})``."""
         limit = self.metadata_max_bytes
         ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
         errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
         if not ok:
-            return errors
+            callback(errors)
+            return
         records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
-        error = self._append(group.group_id, records)
-        error = _STORE_OFFSET_ERRORS.get(error, error)
-        if error == ErrorCode.NONE and not group.is_(GroupState.DEAD):
-            group.offsets.update(ok)
-        errors.update((tp, error) for tp in ok)
-        return errors
+
+        def stored(error: int) -> None:
+            error = _STORE_OFFSET_ERRORS.get(error, error)
+            if error == ErrorCode.NONE and not group.is_(GroupState.DEAD):
+                group.offsets.update(ok)
+            errors.update((tp, error) for tp in ok)
+            callback(errors)
+
+        self._append(group.group_id, records, stored)
 
     def cleanup_group_metadata(self, groups, selector) -> int:
         """Remove offsets chosen by `selector(group)`; an empty group left without offsets dies.
@@ -255,7 +271,7 @@ class GroupMetadataManager:
                     tombstones.append((group_metadata_key(group_id), None))
             if tombstones and self.topic_exists():
                 # As Kafka, not waiting for success: a lost tombstone is written again next round.
-                self._append(group_id, tombstones)
+                self._append(group_id, tombstones, lambda error: None)
             removed_total += len(removed)
         return removed_total
 
@@ -271,12 +287,13 @@ class GroupMetadataManager:
     # ------------------------------------------------------------ loading
     def schedule_load(self, on_group_loaded) -> None:
         """Mark every partition loading and replay them in the background."""
-        topic = self.broker.topics.get(GROUP_METADATA_TOPIC_NAME)
+        topic = self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME)
         if topic is None:
             return
         self.num_partitions = topic.partitions
         self._partition_of.clear()
-        self.loading = set(range(topic.partitions))
+        self.loading = {i for i in range(topic.partitions)
+                        if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, i) is not None}
         self.load_task = asyncio.get_running_loop().create_task(self._load_all(on_group_loaded))
 
     async def _load_all(self, on_group_loaded) -> None:
@@ -291,10 +308,10 @@ class GroupMetadataManager:
                 self.loading.discard(index)
 
     async def load_partition(self, index: int, on_group_loaded) -> None:
-        partition = self.broker.replicas.get(GROUP_METADATA_TOPIC_NAME, index)
-        if partition is None:
+        if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index) is None:
             return
-        offsets, groups = await asyncio.to_thread(read_offsets_partition, partition.log, self.load_buffer_size)
+        offsets, groups = await asyncio.to_thread(read_offsets_partition, self.replica_manager, index,
+                                                  self.load_buffer_size)
         by_group: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         for key, o in offsets.items():
             by_group.setdefault(key.group, {})[(key.topic, key.partition)] = o

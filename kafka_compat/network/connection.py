@@ -32,11 +32,12 @@ READ_AHEAD_FRAMES = 32
 
 
 class Connection(asyncio.BufferedProtocol):
-    """asyncio protocol for one client; `broker.handle(request, conn)` does the work."""
+    """asyncio protocol for one client of one listener; `server.handle(request, conn)` does the work."""
 
-    def __init__(self, broker):
-        self.broker = broker
-        self.reader = FrameReader(broker.config["socket.request.max.bytes"])
+    def __init__(self, server, listener: str):
+        self.server = server
+        self.listener = listener
+        self.reader = FrameReader(server.max_request_bytes)
         self.transport: asyncio.Transport | None = None
         self.queue: deque = deque()
         self.closed = False
@@ -50,8 +51,9 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport):
         self.transport = transport
         self.peer = transport.get_extra_info("peername")
-        set_buffer_sizes(transport.get_extra_info("socket"), self.broker.config)
-        self.broker.connections.add(self)
+        set_buffer_sizes(transport.get_extra_info("socket"), self.server.send_buffer_bytes,
+                         self.server.receive_buffer_bytes)
+        self.server.connections.add(self)
 
     def get_buffer(self, sizehint):
         return self.reader.get_buffer(sizehint)
@@ -78,7 +80,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc):
         self.closed = True
-        self.broker.connections.discard(self)
+        self.server.connections.discard(self)
 
     def close(self):
         if not self.closed:
@@ -124,7 +126,7 @@ class Connection(asyncio.BufferedProtocol):
         """Handle one request frame; None once its response is written, else an awaitable that
         writes it."""
         try:
-            request = parse_request(frame, self.broker.supported_versions)
+            request = parse_request(frame, self.server.supported_versions)
         except UnsupportedApiVersionsRequest as e:
             self.write(unsupported_api_versions_response(e.correlation_id))
             return None
@@ -132,7 +134,7 @@ class Connection(asyncio.BufferedProtocol):
             log.info("closing %s: %s", self.peer, e)
             self.close()
             return None
-        result = self.broker.handle(request, self)
+        result = self.server.handle(request, self)
         if asyncio.iscoroutine(result):
             return self.respond_later(request, result)
         return self.respond(request, result)
@@ -195,14 +197,13 @@ def _in_wire_order(view: memoryview, holes: list):
     yield view[pos:]
 
 
-def set_buffer_sizes(sock, config) -> None:
+def set_buffer_sizes(sock, send_buffer_bytes: int, receive_buffer_bytes: int) -> None:
     """Kafka's socket.send.buffer.bytes / socket.receive.buffer.bytes on an accepted socket
     (-1 keeps the OS default, which autotunes)."""
     if sock is None:
         return
-    for name, option in (("socket.send.buffer.bytes", socket.SO_SNDBUF),
-                         ("socket.receive.buffer.bytes", socket.SO_RCVBUF)):
-        size = config[name]
+    for name, option, size in (("socket.send.buffer.bytes", socket.SO_SNDBUF, send_buffer_bytes),
+                               ("socket.receive.buffer.bytes", socket.SO_RCVBUF, receive_buffer_bytes)):
         if size != -1:
             try:
                 sock.setsockopt(socket.SOL_SOCKET, option, size)

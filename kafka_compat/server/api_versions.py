@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.api_versions import ApiVersionsResponse
-from .registry import handles, supported_versions
+from .registry import handles
 
 
-@handles(18)
-def handle_api_versions(broker, request):
-    keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in supported_versions().items()]
-    # Kafka checks the client software name and version only from v3 on; we accept any.
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys, throttle_time_ms=0)
+class ApiVersionsApi:
+    def __init__(self, supported_versions: dict[int, tuple[int, int]]):
+        self.api_keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                         for k, (lo, hi) in sorted(supported_versions.items())]
+
+    @handles(18)
+    def handle_api_versions(self, request):
+        # Kafka checks the client software name and version only from v3 on; we accept any.
+        return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=self.api_keys, throttle_time_ms=0)

@@ -1,8 +1,11 @@
-"""The broker: configuration, listeners, topics, partitions and the request dispatch.
+"""The broker: the one composition root (Kafka's KafkaServer).
 
-One asyncio event loop serves every connection. Handlers are plain functions
-registered per API key (see registry.py); the broker only routes a decoded
-request to its handler and hands the handler the shared state it needs.
+Everything is built here, in dependency order, and handed its collaborators:
+config → log dirs and cluster id → MetadataCache and the controller's topic
+store → LogManager → ReplicaManager → the controller publishes leadership →
+coordinators → request handlers (KafkaApis) → SocketServer. Nothing else
+constructs these objects, and none of them reaches back for another through
+the broker. `kafka-compat serve` (and so `kafka_compat.testing`) runs this.
 """
 from __future__ import annotations
 
@@ -10,67 +13,149 @@ import asyncio
 import logging
 import os
 import socket
-import time
 import uuid
 from base64 import urlsafe_b64encode
-from dataclasses import dataclass
-from urllib.parse import urlsplit
 
-from ..protocol.frames import Request
-from .registry import HANDLERS, CloseConnection, supported_versions
+from kafka_compat.storage.log_manager import LogManager
+
+from ..group import GroupCoordinator
+from ..network.heap import retain_freed_buffers
+from ..network.socket_server import BrokerStartError, SocketServer
+from .api_versions import ApiVersionsApi
+from .configs import ConfigsApi
+from .create_topics import CreateTopicsApi
+from .delete_topics import DeleteTopicsApi
+from .describe_cluster import DescribeClusterApi
+from .describe_log_dirs import DescribeLogDirsApi
+from .describe_producers import DescribeProducersApi
+from .describe_topic_partitions import DescribeTopicPartitionsApi
+from .elect_leaders import ElectLeadersApi
+from .fetch import FetchApi
+from .find_coordinator import FindCoordinatorApi
+from .groups import GroupsApi
+from .init_producer_id import InitProducerIdApi
+from .kafka_apis import KafkaApis, supported_versions
+from .local_controller import LocalController
+from .metadata import MetadataApi
+from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache
+from .offsets import OffsetsApi
+from .produce import ProduceApi
+from .producer_id_manager import ProducerIdManager
+from .replica_manager import ReplicaManager
 from .topics import TopicRegistry
 
 log = logging.getLogger(__name__)
 
+__all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_versions"]
 
-@dataclass
-class Listener:
-    name: str
-    host: str
-    port: int
-
-
-def parse_listeners(text: str) -> list[Listener]:
-    """`PLAINTEXT://127.0.0.1:9092,OTHER://:9093` as Kafka spells `listeners`."""
-    out = []
-    for item in filter(None, (s.strip() for s in (text or "").split(","))):
-        parts = urlsplit(item)
-        if not parts.scheme or parts.port is None:
-            raise ValueError(f"listener {item!r} is not NAME://host:port")
-        out.append(Listener(parts.scheme.upper(), parts.hostname or "", parts.port))
-    return out
+# Every request handler class; ApiVersions advertises exactly what their methods register.
+HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
+                   FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
+                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi)
 
 
-class BrokerStartError(Exception):
-    """The broker cannot start (port in use, unreadable data directory): a message for people."""
+def advertised_api_versions() -> dict[int, tuple[int, int]]:
+    return supported_versions(HANDLER_CLASSES)
 
 
 class Broker:
-    def __init__(self, config):
-        from . import handlers  # noqa: F401  (registers every handler module)
-        from .replica_manager import ReplicaManager
+    def __init__(self, config, *, retain_freed_buffers: bool = False):
+        """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process)."""
         self.config = config
-        self.node_id = max(config.node_id, 0)
+        self._retain_freed_buffers = retain_freed_buffers
+        self.broker_id = config.broker_id
         self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
-        self.listeners = parse_listeners(config["listeners"])
-        advertised = config.get("advertised.listeners")
-        self.advertised = parse_listeners(advertised) if advertised else None
-        self.supported_versions = supported_versions()
-        self.connections: set = set()
-        self.servers: list[asyncio.AbstractServer] = []
-        self.bound: list[Listener] = []
         self.cluster_id: str | None = None
-        self.topics: TopicRegistry | None = None
-        self.replicas = ReplicaManager(self)
-        from .controller import Controller
-        self.controller = Controller(self)
-        from ..group import GroupCoordinator
-        self.group_coordinator = GroupCoordinator(self)
+        self.metadata_cache: MetadataCache | None = None
+        self.controller: LocalController | None = None
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self.apis: KafkaApis | None = None
+        self.socket_server: SocketServer | None = None
         self.started = False
-        self._idle_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------ lifecycle
-    def _prepare_dirs(self) -> None:
+    async def start(self) -> None:
+        cfg = self.config
+        if self._retain_freed_buffers:
+            retain_freed_buffers()
+        self.cluster_id = self._prepare_dirs()
+        self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
+        self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
+        # The flusher wakes at least every second so flush.ms is honoured even when
+        # log.flush.scheduler.interval.ms keeps Kafka's "never" default.
+        self.log_manager = LogManager(
+            self.log_dirs, self.controller.log_config(""), topic_config=self.controller.log_config,
+            retention_check_interval_ms=cfg["log.retention.check.interval.ms"],
+            flush_check_interval_ms=min(cfg["log.flush.scheduler.interval.ms"], 1000),
+            checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
+            cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"])
+        # Loading recovers logs after an unclean shutdown: keep that off the event loop.
+        await asyncio.to_thread(self.log_manager.startup)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, self.controller.log_config,
+            hw_checkpoint_interval_ms=cfg.get("replica.high.watermark.checkpoint.interval.ms", 5000),
+            fetch_purge_interval=cfg["fetch.purgatory.purge.interval.requests"],
+            produce_purge_interval=cfg["producer.purgatory.purge.interval.requests"])
+        self.replica_manager.startup()
+        self.controller.startup(self.replica_manager)
+        self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
+                                                  self.controller)
+        # Kafka forgets the offsets groups committed for a deleted topic's partitions.
+        self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
+        await self.group_coordinator.startup()
+        self.apis = KafkaApis(self._handlers())
+        self.socket_server = SocketServer(
+            cfg.listeners, self.apis.handle, self.apis.supported_versions(),
+            max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
+            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+        try:
+            await self.socket_server.start()
+        except BrokerStartError:
+            await self.stop()
+            raise
+        self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
+        self.started = True
+        log.info("kafka-compat node %d serving %s (cluster %s)", self.broker_id,
+                 ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound), self.cluster_id)
+
+    def _handlers(self) -> list:
+        cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
+        return [
+            ApiVersionsApi(advertised_api_versions()),
+            ProduceApi(rm, cache),
+            FetchApi(rm, cache),
+            OffsetsApi(rm),
+            MetadataApi(cfg, cache, controller),
+            InitProducerIdApi(ProducerIdManager(self.log_dirs[0])),
+            FindCoordinatorApi(self.group_coordinator, cache),
+            GroupsApi(self.group_coordinator, cache),
+            CreateTopicsApi(cfg, cache, controller),
+            DeleteTopicsApi(cfg, cache, controller),
+            DescribeClusterApi(cache),
+            DescribeLogDirsApi(rm),
+            DescribeProducersApi(rm, cache),
+            DescribeTopicPartitionsApi(cache, cfg),
+            ElectLeadersApi(cache),
+            ConfigsApi(self.broker_id, cache, cfg, controller),
+        ]
+
+    async def stop(self) -> None:
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        if self.group_coordinator is not None:
+            await self.group_coordinator.shutdown()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.log_manager is not None:
+            await asyncio.to_thread(self.log_manager.shutdown)
+            self.log_manager = None
+        self.started = False
+
+    # ------------------------------------------------------------ data directories
+    def _prepare_dirs(self) -> str:
         for d in self.log_dirs:
             try:
                 os.makedirs(d, exist_ok=True)
@@ -80,7 +165,7 @@ class Broker:
                 os.unlink(probe)
             except OSError as e:
                 raise BrokerStartError(f"log directory {d!r} is not usable: {e.strerror or e}") from e
-        self.cluster_id = self._meta_properties(self.log_dirs[0])
+        return self._meta_properties(self.log_dirs[0])
 
     def _meta_properties(self, directory: str) -> str:
         """Kafka's meta.properties: the cluster id and node id this data belongs to."""
@@ -95,94 +180,35 @@ class Broker:
         if "cluster.id" not in props:
             props = {"version": "1",
                      "cluster.id": urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
-                     "node.id": str(self.node_id)}
+                     "node.id": str(self.broker_id)}
             with open(path, "w") as f:
                 f.write("#Written by kafka-compat\n")
                 for k, v in props.items():
                     f.write(f"{k}={v}\n")
         return props["cluster.id"]
 
-    async def start(self) -> None:
-        self._prepare_dirs()
-        self.topics = TopicRegistry(self.log_dirs[0])
-        await self.replicas.startup()
-        await self.group_coordinator.startup()
-        from ..network.connection import Connection
-        loop = asyncio.get_running_loop()
-        for lst in self.listeners:
-            try:
-                server = await loop.create_server(lambda: Connection(self), lst.host or None, lst.port,
-                                                  reuse_address=True, backlog=1024)
-            except OSError as e:
-                await self.stop()
-                raise BrokerStartError(
-                    f"cannot listen on {lst.host or '0.0.0.0'}:{lst.port}: {e.strerror or e}"
-                    + (" (is another broker running?)" if e.errno == 98 else "")) from e
-            for sock in server.sockets:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            port = server.sockets[0].getsockname()[1]
-            self.servers.append(server)
-            self.bound.append(Listener(lst.name, lst.host, port))
-        self.started = True
-        self._schedule_idle_check()
-        log.info("kafka-compat node %d serving %s (cluster %s)", self.node_id,
-                 ", ".join(f"{b.name}://{b.host}:{b.port}" for b in self.bound), self.cluster_id)
-
-    async def stop(self) -> None:
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
-        for s in self.servers:
-            s.close()
-        for conn in list(self.connections):
-            conn.close()
-        for s in self.servers:
-            await s.wait_closed()
-        self.servers.clear()
-        await self.group_coordinator.shutdown()
-        await self.replicas.shutdown()
-        self.started = False
-
-    def _schedule_idle_check(self) -> None:
-        """Close connections silent for connections.max.idle.ms, as Kafka's selector does.
-
-        A connection whose request is still being answered (a long-poll fetch) is
-        not idle: its clock restarts when the response is written.
-        """
-        idle_ms = self.config["connections.max.idle.ms"]
-        if idle_ms is None or idle_ms <= 0:
-            return
-        idle = idle_ms / 1000.0
-        loop = asyncio.get_running_loop()
-
-        def check() -> None:
-            deadline = time.monotonic() - idle
-            for conn in list(self.connections):
-                if conn.last_active < deadline and not conn.queue and not conn.busy:
-                    log.info("closing %s: idle for more than %d ms", conn.peer, idle_ms)
-                    conn.close()
-            self._idle_timer = loop.call_later(min(idle / 4, 30.0), check)
-
-        self._idle_timer = loop.call_later(min(idle / 4, 30.0), check)
-
     # ------------------------------------------------------------ addresses
-    def advertised_endpoint(self, listener_name: str | None = None) -> tuple[str, int]:
-        """The host and port clients should use; a port of 0 in the config means the bound one."""
-        bound = self.bound[0] if self.bound else self.listeners[0]
-        if self.advertised:
-            adv = self.advertised[0]
-            return adv.host or "localhost", adv.port or bound.port
-        host = bound.host
-        if host in ("", "0.0.0.0", "::"):
-            host = socket.gethostname()
-        return host, bound.port
+    @property
+    def bound(self) -> list:
+        return self.socket_server.bound if self.socket_server is not None else []
 
-    # ------------------------------------------------------------ dispatch
-    def handle(self, request: Request, conn):
-        handler = HANDLERS.get(request.api_key)
-        request.connection = conn
-        try:
-            return handler.fn(self, request)
-        except CloseConnection:
-            conn.close()
-            return None
+    def _broker_info(self) -> BrokerInfo:
+        """This broker as clients should reach it: advertised.listeners, a port of 0 meaning the bound one."""
+        bound = {e.listener_name: e for e in self.bound}
+        endpoints = []
+        for adv in self.config.advertised_listeners:
+            real = bound.get(adv.listener_name)
+            host = adv.host
+            if not host or host in ("0.0.0.0", "::"):
+                host = real.host if real is not None and real.host not in (None, "", "0.0.0.0", "::") \
+                    else socket.gethostname()
+            port = adv.port or (real.port if real is not None else 0)
+            endpoints.append(BrokerEndpoint(adv.listener_name, host, port, adv.security_protocol))
+        return BrokerInfo(self.broker_id, tuple(endpoints), self.config.get("broker.rack"))
+
+    def advertised_endpoint(self, listener: str | None = None) -> tuple[str, int]:
+        """The host and port clients of ``listener`` (default: the first) should use."""
+        info = self._broker_info()
+        e = info.endpoint(listener) if listener is not None else None
+        e = e or info.endpoints[0]
+        return e.host, e.port

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 import logging
 
-from ..config import (BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIG_DEF, ConfigError,
-                      ConfigSource, ConfigType, describe_broker_config, effective_topic_config)
+from ..config import (
+    BROKER_CONFIG_DEF,
+    DYNAMIC_BROKER_CONFIGS,
+    TOPIC_CONFIG_DEF,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    describe_broker_config,
+    effective_topic_config,
+)
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
@@ -33,34 +41,213 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def _node_id(broker, name: str, what: str = "Broker id") -> None:
-    """Resource names of BROKER/BROKER_LOGGER resources must be this node's id."""
-    try:
-        node = int(name)
-    except ValueError:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {name}") from None
-    if node != broker.node_id:
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                       f"Unexpected broker id, expected {broker.node_id}, but received {name}")
+class ConfigsApi:
+    def __init__(self, broker_id, metadata_cache, config, controller):
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        self.config = config
+        self.controller = controller
+
+    def _node_id(self, name: str, what: str = "Broker id") -> None:
+        """Resource names of BROKER/BROKER_LOGGER resources must be this node's id."""
+        try:
+            node = int(name)
+        except ValueError:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"{what} must be an integer, but it is: {name}") from None
+        if node != self.broker_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                           f"Unexpected broker id, expected {self.broker_id}, but received {name}")
+
+
+
+
+    # -- loggers (BROKER_LOGGER) ----------------------------------------------------------
+
+    def _alter_loggers(self, resource, validate_only: bool) -> None:
+        """KIP-412 log levels: SET a level or DELETE it (back to the parent's); nothing else."""
+        self._node_id(resource.resource_name, "Node id")
+        changes = []
+        for c in resource.configs:
+            op = c.config_operation
+            if op in (APPEND, SUBTRACT):
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                               f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
+            if op not in (SET, DELETE):
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                               f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource")
+            lg = _logger(c.name)
+            if op == DELETE:
+                if c.name == ROOT_LOGGER:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
+                changes.append((lg, logging.NOTSET))
+            elif c.value not in LOG4J_LEVELS:
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                               f"Cannot set the log level of {c.name} to {c.value} as it is not a supported log "
+                               f"level. Valid log levels are {', '.join(LOG4J_LEVELS)}")
+            else:
+                changes.append((lg, LOG4J_LEVELS[c.value]))
+        if not validate_only:
+            for lg, level in changes:
+                lg.setLevel(level)
+
+
+    # -- DescribeConfigs ------------------------------------------------------------------
+
+    def _describe(self, resource, synonyms: bool, docs: bool) -> list[Entry]:
+        rtype, name = resource.resource_type, resource.resource_name
+        if rtype == TOPIC:
+            validate_name(name)
+            topic = self.metadata_cache.get(name)
+            if topic is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+            entries = effective_topic_config(self.config, topic.configs).values()
+            return [_entry(e, synonyms, docs) for e in entries]
+        if rtype == BROKER:
+            if not name:
+                return []  # cluster-wide dynamic defaults: there are none
+            self._node_id(name)
+            entries = describe_broker_config(self.config).values()
+            return [_entry(e, synonyms, docs) for e in entries] + _unknown_broker_entries(self.config, synonyms)
+        if rtype == BROKER_LOGGER:
+            if not name:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+            self._node_id(name)
+            src = int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
+            return [Entry(name=n, value=level, read_only=False, config_source=src, is_sensitive=False,
+                          synonyms=[], config_type=0, documentation=None) for n, level in loggers().items()]
+        raise _unsupported(rtype)
+
+    @handles(32)
+    def handle_describe_configs(self, request):
+        """Every config of each resource (or the named ones); unknown names are left out."""
+        req = request.body
+        v = request.api_version
+        synonyms = v >= 1 and req.include_synonyms
+        docs = v >= 3 and req.include_documentation
+        results = []
+        for r in req.resources:
+            out = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=r.resource_type,
+                         resource_name=r.resource_name, configs=[])
+            try:
+                entries = self._describe(r, synonyms, docs)
+            except KafkaError as e:
+                out.error_code, out.error_message = e.error_code, e.message
+            else:
+                keys = set(r.configuration_keys or ())
+                out.configs = [e for e in entries if e.name in keys] if keys else entries
+            results.append(out)
+        return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+    # -- shared by AlterConfigs and IncrementalAlterConfigs ---------------------------------
+
+    def _set_topic_configs(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+        """Replace a topic's overrides: name, then values (as a whole), then existence, as Kafka's controller."""
+        if not name:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+        validate_name(name)
+        effective_topic_config(self.config, overrides)
+        if self.metadata_cache.get(name) is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        self.controller.set_topic_configs(name, overrides, validate_only)
+
+    def _alter_broker(self, name: str, ops: list[tuple[str, int, str | None]]) -> None:
+        """Validate a change to this broker's configs as Kafka does, then refuse what would apply.
+
+        Kafka answers INVALID_REQUEST for read-only (static) configs and bad values,
+        and accepts the dynamic ones. kafka-compat has no dynamic broker configs yet,
+        so a change Kafka would apply gets POLICY_VIOLATION: what Kafka itself answers
+        when an alter.config.policy refuses it. Deleting (or setting nothing) changes
+        nothing and succeeds, as in Kafka when no dynamic value exists.
+        """
+        if name:
+            self._node_id(name, "Node id")
+        changed = {}
+        for key, op, value in ops:
+            if op not in OP_NAMES:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+            if op in (APPEND, SUBTRACT):
+                definition = BROKER_CONFIG_DEF.get(key)
+                if definition is None or definition.type is not ConfigType.LIST:
+                    raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                   f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {key}")
+            if op != DELETE:
+                changed[key] = value
+        static = sorted(k for k in changed if k in BROKER_CONFIG_DEF and k not in DYNAMIC_BROKER_CONFIGS)
+        if static:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(static)})")
+        for key, value in changed.items():
+            if key in BROKER_CONFIG_DEF:
+                try:
+                    BROKER_CONFIG_DEF[key].parse(value)
+                except ConfigError as e:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
+        if changed:
+            raise KafkaError(ErrorCode.POLICY_VIOLATION,
+                           "kafka-compat does not support dynamic broker configs yet: set "
+                           + ", ".join(sorted(changed)) + " in the broker's properties and restart it")
+
+
+
+
+    # -- AlterConfigs -----------------------------------------------------------------------
+
+    @handles(33)
+    def handle_alter_configs(self, request):
+        """The legacy API: the given configs replace the resource's whole override set."""
+        req = request.body
+
+        def alter(r):
+            _check_request_configs(r.configs)
+            if r.resource_type == TOPIC:
+                self._set_topic_configs(r.resource_name, {c.name: c.value for c in r.configs}, req.validate_only)
+            elif r.resource_type == BROKER:
+                self._alter_broker(r.resource_name, [(c.name, SET, c.value) for c in r.configs])
+            elif r.resource_type in (GROUP, CLIENT_METRICS):
+                raise _unsupported(r.resource_type)
+            else:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
+
+        return AlterConfigsResponse(throttle_time_ms=0,
+                                    responses=_respond(AlterConfigsResponse.AlterConfigsResourceResponse,
+                                                       req.resources, alter))
+
+
+    # -- IncrementalAlterConfigs ------------------------------------------------------------
+
+    @handles(44)
+    def handle_incremental_alter_configs(self, request):
+        req = request.body
+
+        def alter(r):
+            _check_request_configs(r.configs, null_ok=lambda c: c.config_operation == DELETE)
+            if r.resource_type == TOPIC:
+                topic = self.metadata_cache.get(r.resource_name)
+                new = apply_ops(topic.configs if topic else {}, r.configs)
+                self._set_topic_configs(r.resource_name, new, req.validate_only)
+            elif r.resource_type == BROKER:
+                self._alter_broker(r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs])
+            elif r.resource_type == BROKER_LOGGER:
+                self._alter_loggers(r, req.validate_only)
+            elif r.resource_type in (GROUP, CLIENT_METRICS):
+                raise _unsupported(r.resource_type)
+            else:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
+
+        return IncrementalAlterConfigsResponse(
+            throttle_time_ms=0,
+            responses=_respond(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, req.resources, alter))
 
 
 def _unsupported(resource_type: int) -> KafkaError:
     name = RESOURCE_TYPE_NAMES.get(resource_type, str(resource_type))
     return KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {name}")
-
-
-# -- loggers (BROKER_LOGGER) ----------------------------------------------------------
-
 ROOT_LOGGER = "root"
 LOG4J_LEVELS = {"OFF": logging.CRITICAL + 10, "FATAL": logging.CRITICAL, "ERROR": logging.ERROR,
                 "WARN": logging.WARNING, "INFO": logging.INFO, "DEBUG": logging.DEBUG, "TRACE": 5, "ALL": 1}
-
-
 def _level_name(level: int) -> str:
     """The log4j name of a Python level: the highest log4j level at or below it."""
     return next((n for n, lv in LOG4J_LEVELS.items() if lv <= level), "ALL")
-
-
 def loggers() -> dict[str, str]:
     """Every existing logger with its effective level, as log4j names them (root first)."""
     out = {ROOT_LOGGER: _level_name(logging.getLogger().getEffectiveLevel())}
@@ -69,8 +256,6 @@ def loggers() -> dict[str, str]:
         if isinstance(lg, logging.Logger):
             out[name] = _level_name(lg.getEffectiveLevel())
     return out
-
-
 def _logger(name: str) -> logging.Logger:
     """An existing logger, or a package (a placeholder parent of existing ones) to set as a whole."""
     if name == ROOT_LOGGER:
@@ -78,38 +263,6 @@ def _logger(name: str) -> logging.Logger:
     if name not in logging.Logger.manager.loggerDict:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"Logger {name} does not exist!")
     return logging.getLogger(name)
-
-
-def _alter_loggers(broker, resource, validate_only: bool) -> None:
-    """KIP-412 log levels: SET a level or DELETE it (back to the parent's); nothing else."""
-    _node_id(broker, resource.resource_name, "Node id")
-    changes = []
-    for c in resource.configs:
-        op = c.config_operation
-        if op in (APPEND, SUBTRACT):
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
-                           f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource")
-        if op not in (SET, DELETE):
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
-                           f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource")
-        lg = _logger(c.name)
-        if op == DELETE:
-            if c.name == ROOT_LOGGER:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
-            changes.append((lg, logging.NOTSET))
-        elif c.value not in LOG4J_LEVELS:
-            raise KafkaError(ErrorCode.INVALID_CONFIG,
-                           f"Cannot set the log level of {c.name} to {c.value} as it is not a supported log "
-                           f"level. Valid log levels are {', '.join(LOG4J_LEVELS)}")
-        else:
-            changes.append((lg, LOG4J_LEVELS[c.value]))
-    if not validate_only:
-        for lg, level in changes:
-            lg.setLevel(level)
-
-
-# -- DescribeConfigs ------------------------------------------------------------------
-
 def _entry(e, synonyms: bool, docs: bool) -> Entry:
     return Entry(name=e.name, value=None if e.is_sensitive else e.value, read_only=e.read_only,
                  config_source=int(e.source), is_default=e.source == ConfigSource.DEFAULT_CONFIG,
@@ -118,73 +271,18 @@ def _entry(e, synonyms: bool, docs: bool) -> Entry:
                  if synonyms else [],
                  config_type=e.config_type.id if e.config_type else 0,
                  documentation=e.documentation if docs else None)
-
-
 def _unknown_broker_entries(cfg, synonyms: bool) -> list[Entry]:
     """Properties set but not defined: Kafka shows them as sensitive (unknown type), read-only."""
     src = int(ConfigSource.STATIC_BROKER_CONFIG)
     return [Entry(name=name, value=None, read_only=True, config_source=src, is_sensitive=True,
                   synonyms=[Synonym(name=name, value=None, source=src)] if synonyms else [],
                   config_type=0, documentation=None) for name in cfg.unknown]
-
-
-def _describe(broker, resource, synonyms: bool, docs: bool) -> list[Entry]:
-    rtype, name = resource.resource_type, resource.resource_name
-    if rtype == TOPIC:
-        validate_name(name)
-        topic = broker.topics.get(name)
-        if topic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        entries = effective_topic_config(broker.config, topic.configs).values()
-        return [_entry(e, synonyms, docs) for e in entries]
-    if rtype == BROKER:
-        if not name:
-            return []  # cluster-wide dynamic defaults: there are none
-        _node_id(broker, name)
-        entries = describe_broker_config(broker.config).values()
-        return [_entry(e, synonyms, docs) for e in entries] + _unknown_broker_entries(broker.config, synonyms)
-    if rtype == BROKER_LOGGER:
-        if not name:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
-        _node_id(broker, name)
-        src = int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
-        return [Entry(name=n, value=level, read_only=False, config_source=src, is_sensitive=False,
-                      synonyms=[], config_type=0, documentation=None) for n, level in loggers().items()]
-    raise _unsupported(rtype)
-
-
-@handles(32)
-def handle_describe_configs(broker, request):
-    """Every config of each resource (or the named ones); unknown names are left out."""
-    req = request.body
-    v = request.api_version
-    synonyms = v >= 1 and req.include_synonyms
-    docs = v >= 3 and req.include_documentation
-    results = []
-    for r in req.resources:
-        out = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=r.resource_type,
-                     resource_name=r.resource_name, configs=[])
-        try:
-            entries = _describe(broker, r, synonyms, docs)
-        except KafkaError as e:
-            out.error_code, out.error_message = e.error_code, e.message
-        else:
-            keys = set(r.configuration_keys or ())
-            out.configs = [e for e in entries if e.name in keys] if keys else entries
-        results.append(out)
-    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
-
-
-# -- shared by AlterConfigs and IncrementalAlterConfigs ---------------------------------
-
 def _duplicates(resources) -> set:
     seen, dup = set(), set()
     for r in resources:
         key = (r.resource_type, r.resource_name)
         (dup if key in seen else seen).add(key)
     return dup
-
-
 def _check_request_configs(configs, null_ok=lambda c: False) -> None:
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
@@ -192,56 +290,6 @@ def _check_request_configs(configs, null_ok=lambda c: False) -> None:
     nulls = [c.name for c in configs if c.value is None and not null_ok(c)]
     if nulls:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
-
-
-def _set_topic_configs(broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
-    """Replace a topic's overrides: name, then values (as a whole), then existence, as Kafka's controller."""
-    if not name:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
-    validate_name(name)
-    effective_topic_config(broker.config, overrides)
-    if broker.topics.get(name) is None:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    broker.controller.set_topic_configs(name, overrides, validate_only)
-
-
-def _alter_broker(broker, name: str, ops: list[tuple[str, int, str | None]]) -> None:
-    """Validate a change to this broker's configs as Kafka does, then refuse what would apply.
-
-    Kafka answers INVALID_REQUEST for read-only (static) configs and bad values,
-    and accepts the dynamic ones. kafka-compat has no dynamic broker configs yet,
-    so a change Kafka would apply gets POLICY_VIOLATION: what Kafka itself answers
-    when an alter.config.policy refuses it. Deleting (or setting nothing) changes
-    nothing and succeeds, as in Kafka when no dynamic value exists.
-    """
-    if name:
-        _node_id(broker, name, "Node id")
-    changed = {}
-    for key, op, value in ops:
-        if op not in OP_NAMES:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
-        if op in (APPEND, SUBTRACT):
-            definition = BROKER_CONFIG_DEF.get(key)
-            if definition is None or definition.type is not ConfigType.LIST:
-                raise KafkaError(ErrorCode.INVALID_CONFIG,
-                               f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {key}")
-        if op != DELETE:
-            changed[key] = value
-    static = sorted(k for k in changed if k in BROKER_CONFIG_DEF and k not in DYNAMIC_BROKER_CONFIGS)
-    if static:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(static)})")
-    for key, value in changed.items():
-        if key in BROKER_CONFIG_DEF:
-            try:
-                BROKER_CONFIG_DEF[key].parse(value)
-            except ConfigError as e:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
-    if changed:
-        raise KafkaError(ErrorCode.POLICY_VIOLATION,
-                       "kafka-compat does not support dynamic broker configs yet: set "
-                       + ", ".join(sorted(changed)) + " in the broker's properties and restart it")
-
-
 def _respond(cls, resources, alter) -> list:
     """One response per resource, in request order; a resource named twice fails both times."""
     dup = _duplicates(resources)
@@ -257,37 +305,8 @@ def _respond(cls, resources, alter) -> list:
         out.append(cls(error_code=code, error_message=message, resource_type=r.resource_type,
                        resource_name=r.resource_name))
     return out
-
-
-# -- AlterConfigs -----------------------------------------------------------------------
-
-@handles(33)
-def handle_alter_configs(broker, request):
-    """The legacy API: the given configs replace the resource's whole override set."""
-    req = request.body
-
-    def alter(r):
-        _check_request_configs(r.configs)
-        if r.resource_type == TOPIC:
-            _set_topic_configs(broker, r.resource_name, {c.name: c.value for c in r.configs}, req.validate_only)
-        elif r.resource_type == BROKER:
-            _alter_broker(broker, r.resource_name, [(c.name, SET, c.value) for c in r.configs])
-        elif r.resource_type in (GROUP, CLIENT_METRICS):
-            raise _unsupported(r.resource_type)
-        else:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
-
-    return AlterConfigsResponse(throttle_time_ms=0,
-                                responses=_respond(AlterConfigsResponse.AlterConfigsResourceResponse,
-                                                   req.resources, alter))
-
-
-# -- IncrementalAlterConfigs ------------------------------------------------------------
-
 def _list_parts(value: str | None) -> list[str]:
     return [p for p in (value or "").split(",") if p]
-
-
 def apply_ops(current: dict[str, str], ops) -> dict[str, str]:
     """The override set after SET/DELETE/APPEND/SUBTRACT; APPEND and SUBTRACT only on LIST configs,
     starting from the topic-level default when the topic has no override (as Kafka's controller)."""
@@ -319,27 +338,3 @@ def apply_ops(current: dict[str, str], ops) -> dict[str, str]:
         else:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
     return new
-
-
-@handles(44)
-def handle_incremental_alter_configs(broker, request):
-    req = request.body
-
-    def alter(r):
-        _check_request_configs(r.configs, null_ok=lambda c: c.config_operation == DELETE)
-        if r.resource_type == TOPIC:
-            topic = broker.topics.get(r.resource_name)
-            new = apply_ops(topic.configs if topic else {}, r.configs)
-            _set_topic_configs(broker, r.resource_name, new, req.validate_only)
-        elif r.resource_type == BROKER:
-            _alter_broker(broker, r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs])
-        elif r.resource_type == BROKER_LOGGER:
-            _alter_loggers(broker, r, req.validate_only)
-        elif r.resource_type in (GROUP, CLIENT_METRICS):
-            raise _unsupported(r.resource_type)
-        else:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
-
-    return IncrementalAlterConfigsResponse(
-        throttle_time_ms=0,
-        responses=_respond(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, req.resources, alter))

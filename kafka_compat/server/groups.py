@@ -14,7 +14,6 @@ from ..group import OffsetAndMetadata
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.delete_groups import DeleteGroupsResponse
 from ..protocol.messages.describe_groups import DescribeGroupsResponse
-from ..protocol.messages.find_coordinator import FindCoordinatorResponse
 from ..protocol.messages.heartbeat import HeartbeatResponse
 from ..protocol.messages.join_group import JoinGroupResponse
 from ..protocol.messages.leave_group import LeaveGroupResponse
@@ -27,7 +26,6 @@ from ..protocol.primitives import ZERO_UUID
 from .registry import handles
 
 E = ErrorCode
-GROUP_KEY, TRANSACTION_KEY = 0, 1
 AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
 # With no authorizer every group operation is allowed: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
 GROUP_OPS = sum(1 << op for op in (3, 6, 8, 10, 11))
@@ -51,288 +49,260 @@ async def _parked(start) -> object:
     return await fut
 
 
-# ---------------------------------------------------------------- FindCoordinator
-def _find(broker, key_type: int, key: str, version: int) -> tuple[int, int, str, int]:
-    """(error, node id, host, port) of the coordinator for one key."""
-    if key_type == GROUP_KEY:
-        coordinator = broker.group_coordinator
-        if coordinator is None or not coordinator.active or not coordinator.manager.ensure_topic():
-            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    elif key_type == TRANSACTION_KEY:
-        txn = getattr(broker, "transaction_coordinator", None)
-        if txn is None:
-            return E.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        error = txn.find_coordinator(key)
-        if error:
-            return error, -1, "", -1
-    else:   # share groups (2) are not implemented; anything else is malformed
-        return E.INVALID_REQUEST, -1, "", -1
-    host, port = broker.advertised_endpoint()
-    return E.NONE, broker.node_id, host, port
 
 
-@handles(10)
-def handle_find_coordinator(broker, request):
-    req = request.body
-    if request.api_version >= 4:
-        coordinators = []
-        for key in req.coordinator_keys:
-            error, node, host, port = _find(broker, req.key_type, key, request.api_version)
-            coordinators.append(FindCoordinatorResponse.Coordinator(
-                key=key, node_id=node, host=host, port=port, error_code=error,
-                error_message=None if error == E.NONE else E(error).message))
-        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    error, node, host, port = _find(broker, req.key_type, req.key, request.api_version)
-    # Kafka's message for success is the error's name, "NONE".
-    return FindCoordinatorResponse(throttle_time_ms=0, error_code=error,
-                                   error_message="NONE" if error == E.NONE else E(error).message,
-                                   node_id=node, host=host, port=port)
+class GroupsApi:
+    def __init__(self, group_coordinator, metadata_cache):
+        self.group_coordinator = group_coordinator
+        self.metadata_cache = metadata_cache
+
+    # ---------------------------------------------------------------- membership
+    @handles(11)
+    async def handle_join_group(self, request):
+        req = request.body
+        v = request.api_version
+        rebalance_timeout = req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms
+        protocols = [(p.name, p.metadata) for p in req.protocols]
+        result = await _parked(lambda done: self.group_coordinator.handle_join_group(
+            req.group_id, req.member_id, req.group_instance_id, v >= 4, v >= 9, request.client_id or "",
+            _client_host(request), rebalance_timeout, req.session_timeout_ms, req.protocol_type, protocols, done,
+            req.reason))
+        protocol_name = result.protocol_name
+        if protocol_name is None and v < 7:
+            protocol_name = ""
+        members = [JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=md)
+                   for m, i, md in result.members]
+        return JoinGroupResponse(throttle_time_ms=0, error_code=result.error, generation_id=result.generation_id,
+                                 protocol_type=result.protocol_type, protocol_name=protocol_name,
+                                 leader=result.leader_id or "", skip_assignment=result.skip_assignment,
+                                 member_id=result.member_id, members=members)
+
+    @handles(14)
+    async def handle_sync_group(self, request):
+        req = request.body
+        if request.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            return SyncGroupResponse(throttle_time_ms=0, error_code=E.INCONSISTENT_GROUP_PROTOCOL)
+        assignments = {a.member_id: a.assignment for a in req.assignments}
+        result = await _parked(lambda done: self.group_coordinator.handle_sync_group(
+            req.group_id, req.generation_id, req.member_id, req.protocol_type, req.protocol_name,
+            req.group_instance_id, assignments, done))
+        return SyncGroupResponse(throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
+                                 protocol_name=result.protocol_name, assignment=result.assignment)
+
+    @handles(12)
+    def handle_heartbeat(self, request):
+        req = request.body
+        error = self.group_coordinator.handle_heartbeat(req.group_id, req.member_id, req.group_instance_id,
+                                                          req.generation_id)
+        return HeartbeatResponse(throttle_time_ms=0, error_code=error)
+
+    @handles(13)
+    def handle_leave_group(self, request):
+        req = request.body
+        v = request.api_version
+        if v >= 3:
+            leaving = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
+        else:
+            leaving = [(req.member_id, None, None)]
+        error, members = self.group_coordinator.handle_leave_group(req.group_id, leaving)
+        if v < 3:
+            # One member, no per-member errors: its error goes to the top level.
+            if error == E.NONE and members:
+                error = members[0][2]
+            return LeaveGroupResponse(throttle_time_ms=0, error_code=error)
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=[
+            LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=code)
+            for m, i, code in members])
 
 
-# ---------------------------------------------------------------- membership
-@handles(11)
-async def handle_join_group(broker, request):
-    req = request.body
-    v = request.api_version
-    rebalance_timeout = req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms
-    protocols = [(p.name, p.metadata) for p in req.protocols]
-    result = await _parked(lambda done: broker.group_coordinator.handle_join_group(
-        req.group_id, req.member_id, req.group_instance_id, v >= 4, v >= 9, request.client_id or "",
-        _client_host(request), rebalance_timeout, req.session_timeout_ms, req.protocol_type, protocols, done,
-        req.reason))
-    protocol_name = result.protocol_name
-    if protocol_name is None and v < 7:
-        protocol_name = ""
-    members = [JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=md)
-               for m, i, md in result.members]
-    return JoinGroupResponse(throttle_time_ms=0, error_code=result.error, generation_id=result.generation_id,
-                             protocol_type=result.protocol_type, protocol_name=protocol_name,
-                             leader=result.leader_id or "", skip_assignment=result.skip_assignment,
-                             member_id=result.member_id, members=members)
+    # ---------------------------------------------------------------- offsets
+    def _topic_name(self, name: str, topic_id: bytes, version: int, ids_from: int):
+        """(name, error) of a request topic given by name, or by id from version `ids_from`."""
+        if version >= ids_from:
+            topic = self.metadata_cache.by_id.get(topic_id)
+            return (topic.name, E.NONE) if topic else (None, E.UNKNOWN_TOPIC_ID)
+        topic = self.metadata_cache.get(name)
+        return (name, E.NONE) if topic else (name, E.UNKNOWN_TOPIC_OR_PARTITION)
 
+    @handles(8)
+    def handle_offset_commit(self, request):
+        req = request.body
+        v = request.api_version
+        coordinator = self.group_coordinator
+        now = coordinator.clock()
+        # OffsetCommit v2-4 may set a retention time; it becomes the offset's expire timestamp.
+        expire = now + req.retention_time_ms if 2 <= v <= 4 and req.retention_time_ms != -1 else -1
+        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        errors: dict[tuple[str, int], int] = {}
+        slots = []      # (request topic, name or None, partition index) in request order
+        for t in req.topics:
+            name, error = self._topic_name(t.name, t.topic_id, v, 10)
+            topic = self.metadata_cache.get(name) if name else None
+            for p in t.partitions:
+                slots.append((t, name, p.partition_index))
+                if error or not 0 <= p.partition_index < topic.partitions:
+                    errors[(name, p.partition_index)] = error or E.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                commit_ts = p.commit_timestamp if v == 1 and p.commit_timestamp != -1 else now
+                offsets[(name, p.partition_index)] = OffsetAndMetadata(
+                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", commit_ts, expire)
+        if offsets:
+            return self._commit_later(request, slots, errors, offsets)
+        return self._commit_response(slots, errors)
 
-@handles(14)
-async def handle_sync_group(broker, request):
-    req = request.body
-    if request.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-        return SyncGroupResponse(throttle_time_ms=0, error_code=E.INCONSISTENT_GROUP_PROTOCOL)
-    assignments = {a.member_id: a.assignment for a in req.assignments}
-    result = await _parked(lambda done: broker.group_coordinator.handle_sync_group(
-        req.group_id, req.generation_id, req.member_id, req.protocol_type, req.protocol_name,
-        req.group_instance_id, assignments, done))
-    return SyncGroupResponse(throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
-                             protocol_name=result.protocol_name, assignment=result.assignment)
+    async def _commit_later(self, request, slots, errors, offsets):
+        req = request.body
+        errors.update(await _parked(lambda done: self.group_coordinator.handle_commit_offsets(
+            req.group_id, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch, offsets,
+            request.api_version, done)))
+        return self._commit_response(slots, errors)
 
+    @staticmethod
+    def _commit_response(slots, errors) -> OffsetCommitResponse:
+        topics, by_topic = [], {}
+        for t, name, index in slots:
+            out = by_topic.get(id(t))
+            if out is None:
+                out = by_topic[id(t)] = OffsetCommitResponse.OffsetCommitResponseTopic(
+                    name=t.name, topic_id=t.topic_id, partitions=[])
+                topics.append(out)
+            out.partitions.append(OffsetCommitResponse.OffsetCommitResponsePartition(
+                partition_index=index, error_code=errors[(name, index)]))
+        return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
-@handles(12)
-def handle_heartbeat(broker, request):
-    req = request.body
-    error = broker.group_coordinator.handle_heartbeat(req.group_id, req.member_id, req.group_instance_id,
-                                                      req.generation_id)
-    return HeartbeatResponse(throttle_time_ms=0, error_code=error)
-
-
-@handles(13)
-def handle_leave_group(broker, request):
-    req = request.body
-    v = request.api_version
-    if v >= 3:
-        leaving = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
-    else:
-        leaving = [(req.member_id, None, None)]
-    error, members = broker.group_coordinator.handle_leave_group(req.group_id, leaving)
-    if v < 3:
-        # One member, no per-member errors: its error goes to the top level.
-        if error == E.NONE and members:
-            error = members[0][2]
-        return LeaveGroupResponse(throttle_time_ms=0, error_code=error)
-    return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=[
-        LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=code)
-        for m, i, code in members])
-
-
-# ---------------------------------------------------------------- offsets
-def _topic_name(broker, name: str, topic_id: bytes, version: int, ids_from: int):
-    """(name, error) of a request topic given by name, or by id from version `ids_from`."""
-    if version >= ids_from:
-        topic = broker.topics.by_id.get(topic_id)
-        return (topic.name, E.NONE) if topic else (None, E.UNKNOWN_TOPIC_ID)
-    topic = broker.topics.get(name)
-    return (name, E.NONE) if topic else (name, E.UNKNOWN_TOPIC_OR_PARTITION)
-
-
-@handles(8)
-def handle_offset_commit(broker, request):
-    req = request.body
-    v = request.api_version
-    coordinator = broker.group_coordinator
-    now = coordinator.clock()
-    # OffsetCommit v2-4 may set a retention time; it becomes the offset's expire timestamp.
-    expire = now + req.retention_time_ms if 2 <= v <= 4 and req.retention_time_ms != -1 else -1
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    errors: dict[tuple[str, int], int] = {}
-    slots = []      # (request topic, name or None, partition index) in request order
-    for t in req.topics:
-        name, error = _topic_name(broker, t.name, t.topic_id, v, 10)
-        topic = broker.topics.get(name) if name else None
-        for p in t.partitions:
-            slots.append((t, name, p.partition_index))
-            if error or not 0 <= p.partition_index < topic.partitions:
-                errors[(name, p.partition_index)] = error or E.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            commit_ts = p.commit_timestamp if v == 1 and p.commit_timestamp != -1 else now
-            offsets[(name, p.partition_index)] = OffsetAndMetadata(
-                p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", commit_ts, expire)
-    if offsets:
-        errors.update(coordinator.handle_commit_offsets(
-            req.group_id, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch, offsets, v))
-    topics, by_topic = [], {}
-    for t, name, index in slots:
-        out = by_topic.get(id(t))
-        if out is None:
-            out = by_topic[id(t)] = OffsetCommitResponse.OffsetCommitResponseTopic(
-                name=t.name, topic_id=t.topic_id, partitions=[])
-            topics.append(out)
-        out.partitions.append(OffsetCommitResponse.OffsetCommitResponsePartition(
-            partition_index=index, error_code=errors[(name, index)]))
-    return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
-
-
-def _fetch_group(broker, group_id: str, topics, require_stable: bool, v: int):
-    """One group's OffsetFetch answer: (error, [(name, topic_id, [(partition, offset-or-None, error)])])."""
-    coordinator = broker.group_coordinator
-    if topics is None:
-        error, found = coordinator.handle_fetch_offsets(group_id, None, require_stable)
-        by_name: dict[str, list] = {}
-        for t, p, o in found:
-            by_name.setdefault(t, []).append((p, o, E.NONE))
+    def _fetch_group(self, group_id: str, topics, require_stable: bool, v: int):
+        """One group's OffsetFetch answer: (error, [(name, topic_id, [(partition, offset-or-None, error)])])."""
+        coordinator = self.group_coordinator
+        if topics is None:
+            error, found = coordinator.handle_fetch_offsets(group_id, None, require_stable)
+            by_name: dict[str, list] = {}
+            for t, p, o in found:
+                by_name.setdefault(t, []).append((p, o, E.NONE))
+            out = []
+            for name, parts in by_name.items():
+                topic_id = ZERO_UUID
+                if v >= 10:
+                    topic = self.metadata_cache.get(name)
+                    if topic is None:
+                        continue        # a deleted topic has no id to show
+                    topic_id = topic.topic_id
+                out.append((name, topic_id, parts))
+            return error, out
+        wanted, resolved = [], []
+        for t in topics:
+            name, terr = self._topic_name(getattr(t, "name", ""), getattr(t, "topic_id", ZERO_UUID), v, 10)
+            resolved.append((t, name, terr))
+            if not terr:
+                wanted.extend((name, p) for p in t.partition_indexes)
+        error, found = coordinator.handle_fetch_offsets(group_id, wanted, require_stable)
+        committed = {(t, p): o for t, p, o in found}
         out = []
-        for name, parts in by_name.items():
-            topic_id = ZERO_UUID
-            if v >= 10:
-                topic = broker.topics.get(name)
-                if topic is None:
-                    continue        # a deleted topic has no id to show
-                topic_id = topic.topic_id
-            out.append((name, topic_id, parts))
+        for t, name, terr in resolved:
+            parts = [(p, None if terr else committed.get((name, p)), terr) for p in t.partition_indexes]
+            out.append((name, getattr(t, "topic_id", ZERO_UUID), parts))
         return error, out
-    wanted, resolved = [], []
-    for t in topics:
-        name, terr = _topic_name(broker, getattr(t, "name", ""), getattr(t, "topic_id", ZERO_UUID), v, 10)
-        resolved.append((t, name, terr))
-        if not terr:
-            wanted.extend((name, p) for p in t.partition_indexes)
-    error, found = coordinator.handle_fetch_offsets(group_id, wanted, require_stable)
-    committed = {(t, p): o for t, p, o in found}
-    out = []
-    for t, name, terr in resolved:
-        parts = [(p, None if terr else committed.get((name, p)), terr) for p in t.partition_indexes]
-        out.append((name, getattr(t, "topic_id", ZERO_UUID), parts))
-    return error, out
+
+    @handles(9)
+    def handle_offset_fetch(self, request):
+        req = request.body
+        v = request.api_version
+        if v >= 8:
+            groups = []
+            for g in req.groups:
+                error, topics = self._fetch_group(g.group_id, g.topics, req.require_stable, v)
+                groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
+                    group_id=g.group_id, error_code=error, topics=[] if error else [
+                        OffsetFetchResponse.OffsetFetchResponseTopics(name=name, topic_id=tid, partitions=[
+                            _partition(OffsetFetchResponse.OffsetFetchResponsePartitions, p, o, perr)
+                            for p, o, perr in parts]) for name, tid, parts in topics]))
+            return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+        # v0-1 have no null topic list (and so no "all partitions").
+        error, topics = self._fetch_group(req.group_id, req.topics if v >= 2 or req.topics else [],
+                                     v >= 7 and req.require_stable, v)
+        if error and v < 2:
+            # No top-level error before v2: every requested partition carries it.
+            topics = [(t.name, ZERO_UUID, [(p, None, error) for p in t.partition_indexes]) for t in req.topics]
+        elif error:
+            topics = []
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=error, topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
+                _partition(OffsetFetchResponse.OffsetFetchResponsePartition, p, o, perr) for p, o, perr in parts])
+            for name, _tid, parts in topics])
 
 
-@handles(9)
-def handle_offset_fetch(broker, request):
-    req = request.body
-    v = request.api_version
-    if v >= 8:
-        groups = []
-        for g in req.groups:
-            error, topics = _fetch_group(broker, g.group_id, g.topics, req.require_stable, v)
-            groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
-                group_id=g.group_id, error_code=error, topics=[] if error else [
-                    OffsetFetchResponse.OffsetFetchResponseTopics(name=name, topic_id=tid, partitions=[
-                        _partition(OffsetFetchResponse.OffsetFetchResponsePartitions, p, o, perr)
-                        for p, o, perr in parts]) for name, tid, parts in topics]))
-        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
-    # v0-1 have no null topic list (and so no "all partitions").
-    error, topics = _fetch_group(broker, req.group_id, req.topics if v >= 2 or req.topics else [],
-                                 v >= 7 and req.require_stable, v)
-    if error and v < 2:
-        # No top-level error before v2: every requested partition carries it.
-        topics = [(t.name, ZERO_UUID, [(p, None, error) for p in t.partition_indexes]) for t in req.topics]
-    elif error:
-        topics = []
-    return OffsetFetchResponse(throttle_time_ms=0, error_code=error, topics=[
-        OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
-            _partition(OffsetFetchResponse.OffsetFetchResponsePartition, p, o, perr) for p, o, perr in parts])
-        for name, _tid, parts in topics])
+        # Metadata is "" rather than null when nothing is committed: sarama cannot read a null there.
+
+    @handles(47)
+    def handle_offset_delete(self, request):
+        req = request.body
+        errors: dict[tuple[str, int], int] = {}
+        wanted = []
+        for t in req.topics:
+            topic = self.metadata_cache.get(t.name)
+            for p in t.partitions:
+                if topic is None or not 0 <= p.partition_index < topic.partitions:
+                    errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    wanted.append((t.name, p.partition_index))
+        error, deleted = self.group_coordinator.handle_delete_offsets(req.group_id, wanted)
+        if error:
+            return OffsetDeleteResponse(error_code=error, throttle_time_ms=0, topics=[])
+        errors.update(deleted)
+        return OffsetDeleteResponse(error_code=E.NONE, throttle_time_ms=0, topics=[
+            OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=[
+                OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                    partition_index=p.partition_index, error_code=errors.get((t.name, p.partition_index), E.NONE))
+                for p in t.partitions]) for t in req.topics])
+
+
+    # ---------------------------------------------------------------- admin
+    @handles(16)
+    def handle_list_groups(self, request):
+        req = request.body
+        error, groups = self.group_coordinator.handle_list_groups(req.states_filter, req.types_filter)
+        return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=[
+            ListGroupsResponse.ListedGroup(group_id=g, protocol_type=pt, group_state=state, group_type=gtype)
+            for g, pt, state, gtype in groups])
+
+    @handles(15)
+    def handle_describe_groups(self, request):
+        req = request.body
+        v = request.api_version
+        out = []
+        for group_id in req.groups:
+            error, summary = self.group_coordinator.handle_describe_group(group_id)
+            if summary is None:
+                # Kafka answers "Dead" for an unknown group, and GROUP_ID_NOT_FOUND from v6.
+                if v >= 6:
+                    out.append(DescribeGroupsResponse.DescribedGroup(
+                        error_code=E.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.",
+                        group_id=group_id, group_state="Dead"))
+                else:
+                    out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, group_state="Dead"))
+                continue
+            ops = GROUP_OPS if req.include_authorized_operations and v >= 3 and not error \
+                else AUTHORIZED_OPS_NOT_REQUESTED
+            out.append(DescribeGroupsResponse.DescribedGroup(
+                error_code=error, error_message=None if not error or v < 6 else E(error).message,
+                group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
+                protocol_data=summary.protocol, authorized_operations=ops, members=[
+                    DescribeGroupsResponse.DescribedGroupMember(
+                        member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                        client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
+                    for m in summary.members]))
+        return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
+
+    @handles(42)
+    def handle_delete_groups(self, request):
+        names = list(dict.fromkeys(request.body.groups_names))
+        errors = self.group_coordinator.handle_delete_groups(names)
+        return DeleteGroupsResponse(throttle_time_ms=0, results=[
+            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in names])
 
 
 def _partition(cls, index: int, o: OffsetAndMetadata | None, error: int):
-    # Metadata is "" rather than null when nothing is committed: sarama cannot read a null there.
     if o is None:
         return cls(partition_index=index, committed_offset=-1, committed_leader_epoch=-1, metadata="",
                    error_code=error)
     return cls(partition_index=index, committed_offset=o.offset, committed_leader_epoch=o.leader_epoch,
                metadata=o.metadata or "", error_code=error)
-
-
-@handles(47)
-def handle_offset_delete(broker, request):
-    req = request.body
-    errors: dict[tuple[str, int], int] = {}
-    wanted = []
-    for t in req.topics:
-        topic = broker.topics.get(t.name)
-        for p in t.partitions:
-            if topic is None or not 0 <= p.partition_index < topic.partitions:
-                errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                wanted.append((t.name, p.partition_index))
-    error, deleted = broker.group_coordinator.handle_delete_offsets(req.group_id, wanted)
-    if error:
-        return OffsetDeleteResponse(error_code=error, throttle_time_ms=0, topics=[])
-    errors.update(deleted)
-    return OffsetDeleteResponse(error_code=E.NONE, throttle_time_ms=0, topics=[
-        OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=[
-            OffsetDeleteResponse.OffsetDeleteResponsePartition(
-                partition_index=p.partition_index, error_code=errors.get((t.name, p.partition_index), E.NONE))
-            for p in t.partitions]) for t in req.topics])
-
-
-# ---------------------------------------------------------------- admin
-@handles(16)
-def handle_list_groups(broker, request):
-    req = request.body
-    error, groups = broker.group_coordinator.handle_list_groups(req.states_filter, req.types_filter)
-    return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=[
-        ListGroupsResponse.ListedGroup(group_id=g, protocol_type=pt, group_state=state, group_type=gtype)
-        for g, pt, state, gtype in groups])
-
-
-@handles(15)
-def handle_describe_groups(broker, request):
-    req = request.body
-    v = request.api_version
-    out = []
-    for group_id in req.groups:
-        error, summary = broker.group_coordinator.handle_describe_group(group_id)
-        if summary is None:
-            # Kafka answers "Dead" for an unknown group, and GROUP_ID_NOT_FOUND from v6.
-            if v >= 6:
-                out.append(DescribeGroupsResponse.DescribedGroup(
-                    error_code=E.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.",
-                    group_id=group_id, group_state="Dead"))
-            else:
-                out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, group_state="Dead"))
-            continue
-        ops = GROUP_OPS if req.include_authorized_operations and v >= 3 and not error \
-            else AUTHORIZED_OPS_NOT_REQUESTED
-        out.append(DescribeGroupsResponse.DescribedGroup(
-            error_code=error, error_message=None if not error or v < 6 else E(error).message,
-            group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
-            protocol_data=summary.protocol, authorized_operations=ops, members=[
-                DescribeGroupsResponse.DescribedGroupMember(
-                    member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-                    client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
-                for m in summary.members]))
-    return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
-
-
-@handles(42)
-def handle_delete_groups(broker, request):
-    names = list(dict.fromkeys(request.body.groups_names))
-    errors = broker.group_coordinator.handle_delete_groups(names)
-    return DeleteGroupsResponse(throttle_time_ms=0, results=[
-        DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in names])

@@ -1,15 +1,18 @@
-"""Metadata: brokers, the controller, and topics with their partitions' leaders.
+"""Metadata: brokers, the controller, and topics with their partitions' leaders, from the MetadataCache.
 
 Null versus empty matters (v1+): a null topic list asks for every topic, an
 empty one for none. v0 has no null, so an empty list means every topic there.
 Unknown topics are created on the fly when `auto.create.topics.enable` and the
-request (v4+) allow it.
+request (v4+) allow it. Brokers are shown at the address of the listener the
+request came in on; a partition whose leader is gone answers
+LEADER_NOT_AVAILABLE with leader -1, as Kafka's ZkMetadataCache does.
 """
 from __future__ import annotations
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
+from .metadata_cache import MetadataCache, TopicMetadata
 from .registry import handles
 
 AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
@@ -17,60 +20,91 @@ AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
 # DESCRIBE_CONFIGS, ALTER_CONFIGS as bits of Kafka's AclOperation codes.
 TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+Partition = MetadataResponse.MetadataResponsePartition
 
 
-def broker_entries(broker) -> list:
-    host, port = broker.advertised_endpoint()
-    return [MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=host, port=port,
-                                                    rack=broker.config.get("broker.rack"))]
+def listener_of(request) -> str | None:
+    """The listener a request arrived on (its connection knows); None outside a connection."""
+    return getattr(request.connection, "listener", None)
 
 
-def topic_entry(broker, topic, include_ops: bool) -> MetadataResponse.MetadataResponseTopic:
+def broker_entries(cache: MetadataCache, listener: str | None) -> list:
+    out = []
+    for b in cache.alive_brokers():
+        e = b.endpoint(listener) if listener is not None else (b.endpoints[0] if b.endpoints else None)
+        if e is not None:
+            out.append(MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=e.host, port=e.port,
+                                                               rack=b.rack))
+    return out
+
+
+def partition_entries(cache: MetadataCache, topic: TopicMetadata, listener: str | None, version: int = 1) -> list:
     parts = []
-    for index in range(topic.partitions):
-        state = broker.replicas.partition_state(topic.name, index)
-        parts.append(MetadataResponse.MetadataResponsePartition(
-            error_code=ErrorCode.NONE, partition_index=index, leader_id=state.leader,
-            leader_epoch=state.leader_epoch, replica_nodes=list(state.replicas),
-            isr_nodes=list(state.isr), offline_replicas=[]))
-    return MetadataResponse.MetadataResponseTopic(
-        error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
-        partitions=parts, topic_authorized_operations=TOPIC_OPS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED)
+    for index, state in sorted(topic.partition_states.items()):
+        leader = state.leader
+        error = ErrorCode.NONE
+        if leader < 0 or not cache.is_alive(leader):
+            error, leader = ErrorCode.LEADER_NOT_AVAILABLE, -1
+        elif listener is not None and cache.endpoint(leader, listener) is None:
+            error, leader = ErrorCode.LISTENER_NOT_FOUND, -1
+        replicas, isr = list(state.replicas), list(state.isr)
+        if version == 0:        # v0 shows only live replicas, and says so
+            live = [r for r in replicas if cache.is_alive(r)]
+            if len(live) < len(replicas) and not error:
+                error = ErrorCode.REPLICA_NOT_AVAILABLE
+            replicas, isr = live, [r for r in isr if cache.is_alive(r)]
+        parts.append(Partition(error_code=error, partition_index=index, leader_id=leader,
+                               leader_epoch=state.leader_epoch, replica_nodes=replicas, isr_nodes=isr,
+                               offline_replicas=[r for r in state.replicas if not cache.is_alive(r)]))
+    return parts
 
 
-def error_entry(code: int, name: str | None, topic_id: bytes = ZERO_UUID):
-    return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
-                                                  partitions=[])
+class MetadataApi:
+    def __init__(self, config, metadata_cache: MetadataCache, controller):
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.controller = controller            # auto-creation goes through it
 
+    def _topic_entry(self, topic: TopicMetadata, listener, include_ops: bool, version: int):
+        return MetadataResponse.MetadataResponseTopic(
+            error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
+            partitions=partition_entries(self.metadata_cache, topic, listener, version),
+            topic_authorized_operations=TOPIC_OPS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED)
 
-@handles(3)
-def handle_metadata(broker, request):
-    req = request.body
-    v = request.api_version
-    include_ops = bool(req.include_topic_authorized_operations)
-    topics = broker.topics
-    if req.topics is None or (v == 0 and not req.topics):
-        wanted = [topic_entry(broker, t, include_ops) for t in list(topics.topics.values())]
-    else:
-        allow_create = broker.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)
-        wanted = []
-        for t in req.topics:
-            if t.name is None:
-                topic = topics.by_id.get(t.topic_id)
-                wanted.append(topic_entry(broker, topic, include_ops) if topic
-                              else error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, t.topic_id))
-                continue
-            topic = topics.get(t.name)
-            if topic is None and allow_create:
-                try:
-                    topic = broker.controller.create_topic(t.name)
-                except KafkaError as e:
-                    wanted.append(error_entry(e.error_code, t.name))
+    @staticmethod
+    def _error_entry(code: int, name: str | None, topic_id: bytes = ZERO_UUID):
+        return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
+
+    @handles(3)
+    def handle_metadata(self, request):
+        req = request.body
+        v = request.api_version
+        cache = self.metadata_cache
+        listener = listener_of(request)
+        include_ops = bool(req.include_topic_authorized_operations)
+        if req.topics is None or (v == 0 and not req.topics):
+            wanted = [self._topic_entry(t, listener, include_ops, v) for t in list(cache.topics.values())]
+        else:
+            allow_create = self.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)
+            wanted = []
+            for t in req.topics:
+                if t.name is None:
+                    topic = cache.topic_by_id(t.topic_id)
+                    wanted.append(self._topic_entry(topic, listener, include_ops, v) if topic
+                                  else self._error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, t.topic_id))
                     continue
-            wanted.append(topic_entry(broker, topic, include_ops) if topic
-                          else error_entry(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, t.name))
-    return MetadataResponse(
-        throttle_time_ms=0, brokers=broker_entries(broker), cluster_id=broker.cluster_id,
-        controller_id=broker.node_id, topics=wanted,
-        cluster_authorized_operations=CLUSTER_OPS if req.include_cluster_authorized_operations
-        else AUTHORIZED_OPS_NOT_REQUESTED)
+                topic = cache.get_topic(t.name)
+                if topic is None and allow_create:
+                    try:
+                        self.controller.create_topic(t.name)
+                    except KafkaError as e:
+                        wanted.append(self._error_entry(e.error_code, t.name))
+                        continue
+                    topic = cache.get_topic(t.name)
+                wanted.append(self._topic_entry(topic, listener, include_ops, v) if topic
+                              else self._error_entry(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, t.name))
+        return MetadataResponse(
+            throttle_time_ms=0, brokers=broker_entries(cache, listener), cluster_id=cache.cluster_id,
+            controller_id=cache.controller_id, topics=wanted,
+            cluster_authorized_operations=CLUSTER_OPS if req.include_cluster_authorized_operations
+            else AUTHORIZED_OPS_NOT_REQUESTED)

@@ -1,101 +1,95 @@
-"""ListOffsets, OffsetForLeaderEpoch and DeleteRecords: questions about a partition's offsets."""
+"""ListOffsets, OffsetForLeaderEpoch and DeleteRecords: questions about a partition's offsets.
+
+Each goes to ReplicaManager, which asks the partition: its leader and epoch checks
+apply, latest means the last offset the reader may fetch, and an epoch's end comes
+from the leader-epoch cache.
+"""
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode, KafkaError
+from kafka_compat.storage.local_log import LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP
+from kafka_compat.storage.unified_log import FetchIsolation
+
 from ..protocol.messages.delete_records import DeleteRecordsResponse
 from ..protocol.messages.list_offsets import ListOffsetsResponse
 from ..protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
-from .fetch import READ_COMMITTED, leader_epoch_error
+from .fetch import READ_COMMITTED
 from .registry import handles
+from .replica_manager import ReplicaManager
 
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
-EARLIEST_PENDING_UPLOAD = -6
+EARLIEST_PENDING_UPLOAD = -6        # KIP-1023; like latest-tiered, nothing is tiered here
+CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
 
 
-def _list_one(broker, name: str, p, version: int, committed: bool):
-    out = ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=p.partition_index,
-                                                           timestamp=-1, offset=-1, leader_epoch=-1)
-    partition, code = broker.replicas.lookup(name, p.partition_index)
-    if partition is None:
-        out.error_code = code
+class OffsetsApi:
+    def __init__(self, replica_manager: ReplicaManager):
+        self.replica_manager = replica_manager
+
+    @handles(2)
+    def handle_list_offsets(self, request):
+        req = request.body
+        v = request.api_version
+        if v >= 2 and req.isolation_level == READ_COMMITTED:
+            isolation = FetchIsolation.TXN_COMMITTED
+        elif req.replica_id == CONSUMER_REPLICA_ID:
+            isolation = FetchIsolation.HIGH_WATERMARK
+        else:
+            isolation = FetchIsolation.LOG_END       # a follower or a debugging tool reads to the log end
+        from_leader = req.replica_id != DEBUGGING_REPLICA_ID
+        topics = []
+        for t in req.topics:
+            parts = [self._list_one(t.name, p, v, isolation, from_leader) for p in t.partitions]
+            topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+        return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+    def _list_one(self, name: str, p, version: int, isolation: FetchIsolation, from_leader: bool):
+        out = ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                               timestamp=-1, offset=-1, leader_epoch=-1)
+        tiered = p.timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD)
+        error, found = self.replica_manager.fetch_offset_for_timestamp(
+            name, p.partition_index, LATEST_TIMESTAMP if tiered else p.timestamp, isolation,
+            p.current_leader_epoch if version >= 4 else -1, from_leader)
+        if tiered:
+            found = None        # nothing is tiered here: the partition's checks apply, the answer is -1
+        if error:
+            out.error_code = error
+            return out
+        if found is not None:
+            out.timestamp, out.offset = found.timestamp, found.offset
+            out.leader_epoch = found.leader_epoch if found.leader_epoch is not None else -1
+        if version == 0:
+            # v0 answers with a list of segment base offsets; the first is what clients use.
+            out.old_style_offsets = [out.offset] if out.offset >= 0 and p.max_num_offsets > 0 else []
         return out
-    code = leader_epoch_error(partition, p.current_leader_epoch) if version >= 4 else 0
-    if code:
-        out.error_code = code
-        return out
-    log = partition.log
-    ts = p.timestamp
-    if ts == LATEST:
-        offset = partition.last_stable_offset if committed else partition.high_watermark
-        found = (-1, offset, partition.leader_epoch)
-    elif ts in (EARLIEST, EARLIEST_LOCAL):
-        found = (-1, log.log_start_offset, partition.leader_epoch)
-    elif ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
-        found = (-1, -1, -1)
-    else:
-        hit = log.fetch_offset_by_timestamp(ts)
-        found = (hit.timestamp, hit.offset, hit.leader_epoch if hit.leader_epoch is not None else -1) \
-            if hit is not None else (-1, -1, -1)
-    out.timestamp, out.offset, out.leader_epoch = found
-    if version == 0:
-        # v0 answers with a list of segment base offsets; the first is what clients use.
-        out.old_style_offsets = [found[1]] if found[1] >= 0 and p.max_num_offsets > 0 else []
-    return out
 
+    @handles(23)
+    def handle_offset_for_leader_epoch(self, request):
+        req = request.body
+        v = request.api_version
+        # a follower (v3+ ReplicaId >= 0) may ask; so may a consumer, of the leader only
+        from_leader = not (v >= 3 and req.replica_id == DEBUGGING_REPLICA_ID)
+        topics = []
+        for t in req.topics:
+            parts = []
+            for p in t.partitions:
+                error, epoch, end = self.replica_manager.last_offset_for_leader_epoch(
+                    t.topic, p.partition, p.current_leader_epoch if v >= 2 else -1, p.leader_epoch, from_leader)
+                parts.append(OffsetForLeaderEpochResponse.EpochEndOffset(
+                    error_code=error, partition=p.partition, leader_epoch=epoch, end_offset=end))
+            topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
+        return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
 
-@handles(2)
-def handle_list_offsets(broker, request):
-    req = request.body
-    v = request.api_version
-    committed = v >= 2 and req.isolation_level == READ_COMMITTED
-    topics = []
-    for t in req.topics:
-        parts = [_list_one(broker, t.name, p, v, committed) for p in t.partitions]
-        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
-    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
-
-
-@handles(23)
-def handle_offset_for_leader_epoch(broker, request):
-    """Every batch here carries leader epoch 0: a single node never changes leaders."""
-    topics = []
-    for t in request.body.topics:
-        parts = []
-        for p in t.partitions:
-            r = OffsetForLeaderEpochResponse.EpochEndOffset(partition=p.partition, leader_epoch=-1, end_offset=-1)
-            partition, code = broker.replicas.lookup(t.topic, p.partition)
-            if partition is None:
-                r.error_code = code
-            elif (code := leader_epoch_error(partition, p.current_leader_epoch)):
-                r.error_code = code
-            elif p.leader_epoch <= partition.leader_epoch:
-                r.leader_epoch, r.end_offset = partition.leader_epoch, partition.log.log_end_offset
-            parts.append(r)
-        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
-    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
-
-
-@handles(21)
-def handle_delete_records(broker, request):
-    topics = []
-    for t in request.body.topics:
-        parts = []
-        for p in t.partitions:
-            r = DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=p.partition_index,
-                                                                   low_watermark=-1)
-            partition, code = broker.replicas.lookup(t.name, p.partition_index)
-            if partition is None:
-                r.error_code = code
-            else:
-                offset = partition.high_watermark if p.offset == -1 else p.offset
-                try:
-                    if offset < 0:
-                        r.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                    else:
-                        partition.log.maybe_increment_log_start_offset(offset)
-                        r.low_watermark = partition.log.log_start_offset
-                except KafkaError as e:
-                    r.error_code = e.error_code
-            parts.append(r)
-        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))
-    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
+    @handles(21)
+    def handle_delete_records(self, request):
+        body = request.body
+        wanted = [(t.name, p.partition_index, p.offset) for t in body.topics for p in t.partitions]
+        results = iter(self.replica_manager.delete_records(wanted))
+        topics = []
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                error, low = next(results)
+                parts.append(DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                    partition_index=p.partition_index, low_watermark=low, error_code=error))
+            topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))
+        return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)

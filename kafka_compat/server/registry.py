@@ -1,8 +1,10 @@
-"""Which module handles which API key, and over which versions.
+"""How a handler says which API key it answers, over which versions.
 
-A handler is `fn(broker, request) -> response body | awaitable | None`. It
-registers the version range it implements; the broker advertises exactly those
-ranges in ApiVersions, so a client never sees a version we cannot serve.
+A handler is a method of a handler object (one object per API family, built by
+the composition root with its collaborators). ``@handles(key)`` marks it with the
+version range it implements, the schema's whole range unless narrowed; KafkaApis
+collects the marked methods, and ApiVersions advertises exactly those ranges, so a
+client never sees a version we cannot serve.
 """
 from __future__ import annotations
 
@@ -17,10 +19,7 @@ class Handler:
     api_key: int
     min_version: int
     max_version: int
-    fn: Callable
-
-
-HANDLERS: dict[int, Handler] = {}
+    fn: Callable | None = None
 
 
 class CloseConnection(Exception):
@@ -28,20 +27,19 @@ class CloseConnection(Exception):
 
 
 def handles(api_key: int, min_version: int | None = None, max_version: int | None = None):
-    """Register `fn` for `api_key`; the range defaults to everything the schema defines."""
+    """Mark a handler method for ``api_key``; the range defaults to everything the schema defines."""
     info = APIS[api_key]
     lo = info.min_version if min_version is None else min_version
     hi = info.max_version if max_version is None else max_version
     if not info.min_version <= lo <= hi <= info.max_version:
         raise ValueError(f"{info.name}: {lo}-{hi} is outside the schema's {info.min_version}-{info.max_version}")
 
-    def register(fn):
-        if api_key in HANDLERS:
-            raise ValueError(f"{info.name} is handled twice")
-        HANDLERS[api_key] = Handler(api_key, lo, hi, fn)
+    def mark(fn):
+        fn.kafka_api = Handler(api_key, lo, hi)
         return fn
-    return register
+    return mark
 
 
-def supported_versions() -> dict[int, tuple[int, int]]:
-    return {k: (h.min_version, h.max_version) for k, h in sorted(HANDLERS.items())}
+def marked_handlers(cls) -> list[tuple[str, Handler]]:
+    """(method name, Handler) of every method of ``cls`` marked with @handles."""
+    return [(name, fn.kafka_api) for name, fn in vars(cls).items() if hasattr(fn, "kafka_api")]

@@ -1,33 +1,58 @@
-"""The single-node controller: the one place that changes topics.
+"""The single node's controller: the one place that changes topics, and the publisher of leadership.
 
 In Kafka the controller owns topic creation, deletion, partition additions and
-config changes, and brokers only apply the result. Keeping that split here
-means Metadata auto-creation, CreateTopics, CreatePartitions and the config
-APIs share one code path (and the ZooKeeper-backed controller can replace this
-one later without touching the handlers).
+config changes, and brokers only apply what it publishes: leadership to the
+ReplicaManager (LeaderAndIsr) and cluster metadata to the MetadataCache
+(UpdateMetadata). Without ZooKeeper this broker is its own controller: topics
+persist in the TopicRegistry beside the logs, every partition leads here in
+epoch 0 with ISR = {this broker}, and the same two calls publish it, so the
+request handlers cannot tell a single node from a cluster member.
 """
 from __future__ import annotations
 
+from kafka_compat.storage.log_config import _DEFS as _LOG_DEFS
+from kafka_compat.storage.log_config import LogConfig
+
+from ..config import validate_topic_configs
 from ..protocol.errors import ErrorCode, KafkaError
-from .topics import Topic, validate_name
+from .metadata_cache import MetadataCache, PartitionState
+from .replica_manager import ReplicaManager
+from .topics import Topic, TopicRegistry, validate_name
 
 MAX_PARTITIONS = 100000
+LEADER_EPOCH = 0
+LOG_CONFIG_NAMES = frozenset(_LOG_DEFS)
 
 
-class Controller:
-    def __init__(self, broker):
-        self.broker = broker
+class LocalController:
+    def __init__(self, config, broker_id: int, registry: TopicRegistry, metadata_cache: MetadataCache):
+        self.config = config
+        self.broker_id = broker_id
+        self.topics = registry
+        self.metadata_cache = metadata_cache
+        self.replica_manager: ReplicaManager | None = None
+        self.on_topic_deleted: list = []      # callbacks(topic name, partition count)
 
-    @property
-    def topics(self):
-        return self.broker.topics
+    def startup(self, replica_manager: ReplicaManager) -> None:
+        """Publish every known topic: its partitions lead here (their logs load now)."""
+        self.replica_manager = replica_manager
+        for topic in list(self.topics.topics.values()):
+            self._publish(topic, 0)
+
+    def log_config(self, topic: str) -> LogConfig:
+        """The broker's topic defaults under the topic's overrides, as storage wants them."""
+        t = self.topics.get(topic)
+        return log_config(self.config, t.configs if t is not None else {})
+
+    def _publish(self, topic: Topic, first_new: int) -> None:
+        me = self.broker_id
+        states = {i: PartitionState(me, LEADER_EPOCH, (me,), (me,)) for i in range(first_new, topic.partitions)}
+        self.metadata_cache.update_partitions(topic.name, topic.topic_id, states)
+        self.replica_manager.become_leader_or_follower(topic.name, topic.topic_id, states)
 
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
-        """Validate topic-level overrides; raise KafkaError(INVALID_CONFIG) on a bad one."""
-        try:
-            self.broker.replicas.validate_topic_configs(configs)
-        except ValueError as e:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from e
+        """Validate topic-level overrides; raise ConfigError (INVALID_CONFIG) on a bad one."""
+        log_config(self.config, configs)
         return configs
 
     def check_new_topic(self, name: str, partitions: int, replication_factor: int,
@@ -39,7 +64,7 @@ class Controller:
         if other:
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                              f"Topic '{name}' collides with existing topic: {other}")
-        cfg = self.broker.config
+        cfg = self.config
         if partitions == -1:
             partitions = cfg["num.partitions"]
         if replication_factor == -1:
@@ -62,17 +87,20 @@ class Controller:
         if validate_only:
             return None
         topic = self.topics.create(name, partitions, configs)
-        self.broker.replicas.add_partitions(topic, 0)
+        self._publish(topic, 0)
         return topic
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
-        if not self.broker.config["delete.topic.enable"]:
+        if not self.config["delete.topic.enable"]:
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         self.topics.delete(name)
-        self.broker.replicas.remove_topic(topic)
+        self.metadata_cache.remove_topic(name)
+        self.replica_manager.stop_replicas(name, range(topic.partitions), delete=True)
+        for callback in self.on_topic_deleted:
+            callback(name, topic.partitions)
         return topic
 
     def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
@@ -92,7 +120,7 @@ class Controller:
             return
         old = topic.partitions
         self.topics.set_partitions(name, count)
-        self.broker.replicas.add_partitions(topic, old)
+        self._publish(topic, old)
 
     def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False) -> None:
         topic = self.topics.get(name)
@@ -102,4 +130,14 @@ class Controller:
         if validate_only:
             return
         self.topics.set_configs(name, configs)
-        self.broker.replicas.topic_configs_changed(topic)
+        self.replica_manager.topic_config_changed(name)
+
+
+def log_config(broker_config, topic_configs: dict[str, str]) -> LogConfig:
+    """The LogConfig of a topic with these overrides; raises ConfigError (INVALID_CONFIG) on a bad one."""
+    props = broker_config.topic_defaults()
+    props.update(validate_topic_configs(topic_configs))
+    policy = props.get("cleanup.policy")
+    if isinstance(policy, (list, tuple)):
+        props["cleanup.policy"] = ",".join(policy)
+    return LogConfig({k: v for k, v in props.items() if k in LOG_CONFIG_NAMES})

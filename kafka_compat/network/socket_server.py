@@ -1,0 +1,91 @@
+"""SocketServer: the listeners, their connections, and the idle-connection sweep (Kafka's SocketServer).
+
+It knows sockets and frames, not the broker: the composition root hands it the
+request handler and the advertised API versions. Each connection remembers the
+listener it came in on, which the Metadata answer needs.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from typing import Callable
+
+from .connection import Connection
+
+log = logging.getLogger(__name__)
+
+
+class BrokerStartError(Exception):
+    """The broker cannot start (port in use, unreadable data directory): a message for people."""
+
+
+class SocketServer:
+    def __init__(self, endpoints, handle: Callable, supported_versions: dict, *, max_request_bytes: int,
+                 send_buffer_bytes: int = 102400, receive_buffer_bytes: int = 102400,
+                 connections_max_idle_ms: int | None = 600000, backlog: int = 1024):
+        self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
+        self.handle = handle
+        self.supported_versions = supported_versions
+        self.max_request_bytes = max_request_bytes
+        self.send_buffer_bytes = send_buffer_bytes
+        self.receive_buffer_bytes = receive_buffer_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.backlog = backlog
+        self.connections: set[Connection] = set()
+        self.servers: list[asyncio.AbstractServer] = []
+        self.bound: list = []                     # the endpoints with the ports actually bound
+        self._idle_timer: asyncio.TimerHandle | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for endpoint in self.endpoints:
+            name = endpoint.listener_name
+            try:
+                server = await loop.create_server(lambda name=name: Connection(self, name), endpoint.host or None,
+                                                  endpoint.port, reuse_address=True, backlog=self.backlog)
+            except OSError as e:
+                await self.stop()
+                raise BrokerStartError(
+                    f"cannot listen on {endpoint.host or '0.0.0.0'}:{endpoint.port}: {e.strerror or e}"
+                    + (" (is another broker running?)" if e.errno == 98 else "")) from e
+            for sock in server.sockets:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.servers.append(server)
+            self.bound.append(endpoint._replace(port=server.sockets[0].getsockname()[1]))
+        self._schedule_idle_check()
+
+    async def stop(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        for s in self.servers:
+            s.close()
+        for conn in list(self.connections):
+            conn.close()
+        for s in self.servers:
+            await s.wait_closed()
+        self.servers.clear()
+
+    def _schedule_idle_check(self) -> None:
+        """Close connections silent for connections.max.idle.ms, as Kafka's selector does.
+
+        A connection whose request is still being answered (a long-poll fetch) is
+        not idle: its clock restarts when the response is written.
+        """
+        idle_ms = self.connections_max_idle_ms
+        if idle_ms is None or idle_ms <= 0:
+            return
+        idle = idle_ms / 1000.0
+        loop = asyncio.get_running_loop()
+
+        def check() -> None:
+            deadline = time.monotonic() - idle
+            for conn in list(self.connections):
+                if conn.last_active < deadline and not conn.queue and not conn.busy:
+                    log.info("closing %s: idle for more than %d ms", conn.peer, idle_ms)
+                    conn.close()
+            self._idle_timer = loop.call_later(min(idle / 4, 30.0), check)
+
+        self._idle_timer = loop.call_later(min(idle / 4, 30.0), check)

@@ -1,0 +1,154 @@
+"""CreateTopics and CreatePartitions: Kafka's checks, in Kafka's order, then the controller.
+
+Manual replica assignments must name live brokers, each once, with one replication factor.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..config import effective_topic_config
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages.create_partitions import CreatePartitionsResponse
+from ..protocol.messages.create_topics import CreateTopicsResponse
+from ..protocol.primitives import ZERO_UUID
+from .registry import handles
+from .topics import validate_name
+
+
+def _fail(code: ErrorCode, message: str):
+    raise KafkaError(code, message)
+
+
+class CreateTopicsApi:
+    def __init__(self, config, metadata_cache, controller):
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+
+    def check_replicas(self, broker_ids: list[int], replication_factor: int | None) -> None:
+        """Kafka's manual-assignment rules: live brokers, each once, one replication factor."""
+        if not broker_ids:
+            _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list.")
+        previous = None
+        for b in sorted(broker_ids):
+            if not self.metadata_cache.is_alive(b):
+                _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      f"The manual partition assignment includes broker {b}, but no such broker is registered.")
+            if b == previous:
+                _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      f"The manual partition assignment includes the broker {b} more than once.")
+            previous = b
+        if replication_factor is not None and len(broker_ids) != replication_factor:
+            _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                  f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but "
+                  f"this is not consistent with previous partitions, which have {replication_factor} replica(s).")
+
+    def _requested_partitions(self, t) -> tuple[int, int]:
+        """Partitions and replication factor from the assignments, or the counts (-1 = broker default)."""
+        if t.assignments:
+            if t.replication_factor != -1:
+                _fail(ErrorCode.INVALID_REQUEST,
+                      "A manual partition assignment was specified, but replication factor was not set to -1.")
+            if t.num_partitions != -1:
+                _fail(ErrorCode.INVALID_REQUEST,
+                      "A manual partition assignment was specified, but numPartitions was not set to -1.")
+            seen, rf = set(), None
+            for a in t.assignments:
+                if a.partition_index in seen:
+                    _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                          f"Found multiple manual partition assignments for partition {a.partition_index}")
+                self.check_replicas(a.broker_ids, rf)
+                seen.add(a.partition_index)
+                rf = len(a.broker_ids)
+            if seen != set(range(len(seen))):
+                _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence")
+            return len(seen), rf
+        if t.replication_factor < -1 or t.replication_factor == 0:
+            _fail(ErrorCode.INVALID_REPLICATION_FACTOR,
+                  "Replication factor must be larger than 0, or -1 to use the default value.")
+        if t.num_partitions < -1 or t.num_partitions == 0:
+            _fail(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+        rf = self.config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+        brokers = len(self.metadata_cache.alive_brokers())
+        if rf > brokers:
+            _fail(ErrorCode.INVALID_REPLICATION_FACTOR,
+                  f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot "
+                  f"be reached because only {brokers} broker(s) are registered.")
+        return (self.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions), rf
+
+    def _create_one(self, t, validate_only: bool) -> CreateTopicsResponse.CreatableTopicResult:
+        """Name, existence, configs, then partitions, in the order Kafka's controller checks them."""
+        validate_name(t.name)
+        if self.metadata_cache.get(t.name) is not None:
+            _fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+        other = self.metadata_cache.collides(t.name)
+        if other:
+            _fail(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{t.name}' collides with existing topic: {other}")
+        nulls = [c.name for c in t.configs if c.value is None]
+        if nulls:
+            _fail(ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls))
+        configs = {c.name: c.value for c in t.configs}
+        effective = effective_topic_config(self.config, configs)
+        partitions, rf = self._requested_partitions(t)
+        topic = self.controller.create_topic(t.name, partitions, rf, configs, validate_only)
+        return CreateTopicsResponse.CreatableTopicResult(
+            name=t.name, topic_id=topic.topic_id if topic else ZERO_UUID, error_code=ErrorCode.NONE,
+            error_message=None, num_partitions=partitions, replication_factor=rf,
+            configs=[CreateTopicsResponse.CreatableTopicConfigs(
+                name=name, value=None if e.is_sensitive else e.value, read_only=e.read_only,
+                config_source=int(e.effective_source), is_sensitive=e.is_sensitive)
+                for name, e in sorted(effective.items())])
+
+    @handles(19)
+    def handle_create_topics(self, request):
+        """v5+ answers with the partitions, replication factor and effective configs of each topic,
+        also for validate_only (whose topic id stays zero: no topic was made)."""
+        req = request.body
+        counts = Counter(t.name for t in req.topics)
+        results = []
+        for t in req.topics:
+            if counts[t.name] > 1:
+                continue
+            try:
+                results.append(self._create_one(t, req.validate_only))
+            except KafkaError as e:
+                results.append(CreateTopicsResponse.CreatableTopicResult(name=t.name, error_code=e.error_code,
+                                                                         error_message=e.message))
+        for name in dict.fromkeys(t.name for t in req.topics if counts[t.name] > 1):
+            results.append(CreateTopicsResponse.CreatableTopicResult(
+                name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+        return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+    def _add_partitions(self, t, validate_only: bool) -> None:
+        topic = self.metadata_cache.get(t.name)
+        if topic is None:
+            _fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message)
+        self.controller.create_partitions(t.name, t.count, validate_only=True)  # count checks
+        if t.assignments is not None:
+            additional = t.count - topic.partitions
+            if len(t.assignments) != additional:
+                _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      f"Attempted to add {additional} additional partition(s), but only {len(t.assignments)} "
+                      "assignment(s) were specified.")
+            for a in t.assignments:
+                self.check_replicas(a.broker_ids, 1)
+        if not validate_only:
+            self.controller.create_partitions(t.name, t.count)
+
+    @handles(37)
+    def handle_create_partitions(self, request):
+        """Null assignments let the broker place the new partitions (here: on itself)."""
+        req = request.body
+        Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+        counts = Counter(t.name for t in req.topics)
+        results = [Result(name=n, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
+                   for n, c in counts.items() if c > 1]
+        for t in req.topics:
+            if counts[t.name] > 1:
+                continue
+            try:
+                self._add_partitions(t, req.validate_only)
+                results.append(Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
+            except KafkaError as e:
+                results.append(Result(name=t.name, error_code=e.error_code, error_message=e.message))
+        return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -1,0 +1,73 @@
+"""DeleteTopics: by name (all versions) or by topic id (v6+), through the controller.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages.delete_topics import DeleteTopicsResponse
+from ..protocol.primitives import ZERO_UUID
+from .registry import handles
+
+
+class DeleteTopicsApi:
+    def __init__(self, config, metadata_cache, controller):
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+
+    @handles(20)
+    def handle_delete_topics(self, request):
+        """By name (all versions) or by topic id (v6+), with Kafka's checks for duplicates and mixes."""
+        req = request.body
+        v = request.api_version
+        Result = DeleteTopicsResponse.DeletableTopicResult
+        asked = [(n, ZERO_UUID) for n in req.topic_names] if v < 6 else [(t.name, t.topic_id) for t in req.topics]
+        if not self.config["delete.topic.enable"]:
+            code = ErrorCode.INVALID_REQUEST if v < 3 else ErrorCode.TOPIC_DELETION_DISABLED
+            return DeleteTopicsResponse(throttle_time_ms=0, responses=[
+                Result(name=n, topic_id=i, error_code=code, error_message="Topic deletion is disabled.")
+                for n, i in asked])
+        results = []
+
+        def answer(name, topic_id, code=ErrorCode.NONE, message=None):
+            if code and message is None:
+                message = code.message
+            results.append(Result(name=name, topic_id=topic_id, error_code=code, error_message=message))
+
+        by_name = Counter(n for n, i in asked if n is not None and i == ZERO_UUID)
+        by_id = Counter(i for n, i in asked if n is None and i != ZERO_UUID)
+        for name, topic_id in asked:
+            if name is None and topic_id == ZERO_UUID:
+                answer(None, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+            elif name is not None and topic_id != ZERO_UUID:
+                answer(name, topic_id, ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+        for name in (n for n, c in by_name.items() if c > 1):
+            answer(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+        for topic_id in (i for i, c in by_id.items() if c > 1):
+            answer(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+        doomed: dict[bytes, str] = {}
+        for topic_id in (i for i, c in by_id.items() if c == 1):
+            topic = self.metadata_cache.by_id.get(topic_id)
+            if topic is None:
+                answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+            else:
+                doomed[topic_id] = topic.name
+        for name in (n for n, c in by_name.items() if c == 1):
+            topic = self.metadata_cache.get(name)
+            if topic is None:
+                answer(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif topic.topic_id in doomed:
+                # Kafka answers only this entry when a name repeats an id given in the same request.
+                del doomed[topic.topic_id]
+                answer(name, topic.topic_id, ErrorCode.INVALID_REQUEST,
+                       "The provided topic name maps to an ID that was already supplied.")
+            else:
+                doomed[topic.topic_id] = name
+        for topic_id, name in doomed.items():
+            try:
+                self.controller.delete_topic(name)
+                answer(name, topic_id)
+            except KafkaError as e:
+                answer(name, topic_id, e.error_code, e.message)
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

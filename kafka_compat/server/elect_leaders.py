@@ -1,0 +1,48 @@
+"""ElectLeaders: preferred and unclean elections (a single node always leads its partitions).
+"""
+from __future__ import annotations
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.elect_leaders import ElectLeadersResponse
+from .registry import handles
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+class ElectLeadersApi:
+    def __init__(self, metadata_cache):
+        self.metadata_cache = metadata_cache
+
+    def _election(self, topic: str, index: int) -> ElectLeadersResponse.PartitionResult:
+        """Every partition already leads on its preferred (only) replica: nothing to elect."""
+        t = self.metadata_cache.get(topic)
+        if t is None:
+            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
+        elif not 0 <= index < t.partitions:
+            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{index}"
+        else:
+            code = ErrorCode.ELECTION_NOT_NEEDED
+            message = code.message
+        return ElectLeadersResponse.PartitionResult(partition_id=index, error_code=code, error_message=message)
+
+    @handles(43)
+    def handle_elect_leaders(self, request):
+        """Null partitions mean all; Kafka then leaves out those that needed no election (here: all)."""
+        req = request.body
+        v = request.api_version
+        Result = ElectLeadersResponse.ReplicaElectionResult
+        election = req.election_type if v >= 1 else PREFERRED
+        if election not in (PREFERRED, UNCLEAN):
+            message = f"Unknown election type {election}"
+            return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                        replica_election_results=[Result(topic=t.topic, partition_result=[
+                                            ElectLeadersResponse.PartitionResult(
+                                                partition_id=p, error_code=ErrorCode.INVALID_REQUEST,
+                                                error_message=message) for p in t.partitions])
+                                            for t in req.topic_partitions or []])
+        if req.topic_partitions is None:
+            results = [Result(topic=name, partition_result=[]) for name in list(self.metadata_cache.topics)]
+        else:
+            results = [Result(topic=t.topic, partition_result=[self._election(t.topic, p) for p in t.partitions])
+                       for t in req.topic_partitions]
+        return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, replica_election_results=results)

@@ -1,0 +1,57 @@
+"""FindCoordinator: which broker coordinates a group (and, later, a transactional id).
+
+A group's coordinator is the leader of its `__consumer_offsets` partition; the
+group coordinator says which partition and whether it is ready, the MetadataCache
+says where that broker listens for the request's listener.
+"""
+from __future__ import annotations
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.find_coordinator import FindCoordinatorResponse
+from .metadata import listener_of
+from .metadata_cache import MetadataCache
+from .registry import handles
+
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+
+
+class FindCoordinatorApi:
+    def __init__(self, group_coordinator, metadata_cache: MetadataCache):
+        self.group_coordinator = group_coordinator
+        self.metadata_cache = metadata_cache
+
+    def _find(self, key_type: int, key: str, listener: str | None) -> tuple[int, int, str, int]:
+        """(error, node id, host, port) of the coordinator for one key."""
+        if key_type == GROUP_KEY:
+            error, node = self.group_coordinator.find_coordinator(key)
+        elif key_type == TRANSACTION_KEY:
+            error, node = ErrorCode.COORDINATOR_NOT_AVAILABLE, -1     # no transaction coordinator yet
+        else:   # share groups (2) are not implemented; anything else is malformed
+            error, node = ErrorCode.INVALID_REQUEST, -1
+        if error:
+            return error, -1, "", -1
+        endpoint = self.metadata_cache.endpoint(node, listener) if listener is not None else None
+        if endpoint is None:
+            broker = next((b for b in self.metadata_cache.alive_brokers() if b.broker_id == node), None)
+            endpoint = broker.endpoints[0] if broker is not None and broker.endpoints else None
+        if endpoint is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        return ErrorCode.NONE, node, endpoint.host, endpoint.port
+
+    @handles(10)
+    def handle_find_coordinator(self, request):
+        req = request.body
+        listener = listener_of(request)
+        if request.api_version >= 4:
+            coordinators = []
+            for key in req.coordinator_keys:
+                error, node, host, port = self._find(req.key_type, key, listener)
+                coordinators.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=node, host=host, port=port, error_code=error,
+                    error_message=None if error == ErrorCode.NONE else ErrorCode(error).message))
+            return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+        error, node, host, port = self._find(req.key_type, req.key, listener)
+        # Kafka's message for success is the error's name, "NONE".
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=error,
+                                       error_message="NONE" if error == ErrorCode.NONE else ErrorCode(error).message,
+                                       node_id=node, host=host, port=port)
