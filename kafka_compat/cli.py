@@ -22,7 +22,8 @@ EMBEDDED_DEFAULTS = {
 
 def build_config(properties: str | None, overrides: list[str]):
     """Embedded defaults, under the properties file, under the command-line flags."""
-    from .config import BrokerConfig, load_properties
+    from .properties import load_properties
+    from .server.kafka_config import BrokerConfig
     values = dict(EMBEDDED_DEFAULTS)
     if properties:
         values.update(load_properties(properties))

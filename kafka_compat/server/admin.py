@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from ..config import effective_topic_config
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.create_partitions import CreatePartitionsResponse
 from ..protocol.messages.create_topics import CreateTopicsResponse
@@ -22,6 +21,7 @@ from ..protocol.messages.describe_producers import DescribeProducersResponse
 from ..protocol.messages.describe_topic_partitions import DescribeTopicPartitionsResponse
 from ..protocol.messages.elect_leaders import ElectLeadersResponse
 from ..protocol.primitives import ZERO_UUID
+from .config_helper import effective_topic_config
 from .metadata import AUTHORIZED_OPS_NOT_REQUESTED, CLUSTER_OPS, TOPIC_OPS
 from .registry import handles
 from .topics import INTERNAL_TOPICS, validate_name

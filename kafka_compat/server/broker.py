@@ -13,32 +13,13 @@ import socket
 import time
 import uuid
 from base64 import urlsafe_b64encode
-from dataclasses import dataclass
-from urllib.parse import urlsplit
 
+from ..endpoint import EndPoint
 from ..protocol.frames import Request
 from .registry import HANDLERS, CloseConnection, supported_versions
 from .topics import TopicRegistry
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Listener:
-    name: str
-    host: str
-    port: int
-
-
-def parse_listeners(text: str) -> list[Listener]:
-    """`PLAINTEXT://127.0.0.1:9092,OTHER://:9093` as Kafka spells `listeners`."""
-    out = []
-    for item in filter(None, (s.strip() for s in (text or "").split(","))):
-        parts = urlsplit(item)
-        if not parts.scheme or parts.port is None:
-            raise ValueError(f"listener {item!r} is not NAME://host:port")
-        out.append(Listener(parts.scheme.upper(), parts.hostname or "", parts.port))
-    return out
 
 
 class BrokerStartError(Exception):
@@ -52,13 +33,12 @@ class Broker:
         self.config = config
         self.node_id = max(config.node_id, 0)
         self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
-        self.listeners = parse_listeners(config["listeners"])
-        advertised = config.get("advertised.listeners")
-        self.advertised = parse_listeners(advertised) if advertised else None
+        self.listeners = config.listeners
+        self.advertised = config.advertised_listeners if config["advertised.listeners"] else None
         self.supported_versions = supported_versions()
         self.connections: set = set()
         self.servers: list[asyncio.AbstractServer] = []
-        self.bound: list[Listener] = []
+        self.bound: list[EndPoint] = []
         self.cluster_id: str | None = None
         self.topics: TopicRegistry | None = None
         self.replicas = ReplicaManager(self)
@@ -122,11 +102,11 @@ class Broker:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             port = server.sockets[0].getsockname()[1]
             self.servers.append(server)
-            self.bound.append(Listener(lst.name, lst.host, port))
+            self.bound.append(lst._replace(port=port))
         self.started = True
         self._schedule_idle_check()
         log.info("kafka-compat node %d serving %s (cluster %s)", self.node_id,
-                 ", ".join(f"{b.name}://{b.host}:{b.port}" for b in self.bound), self.cluster_id)
+                 ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound), self.cluster_id)
 
     async def stop(self) -> None:
         if self._idle_timer is not None:
@@ -173,7 +153,7 @@ class Broker:
             adv = self.advertised[0]
             return adv.host or "localhost", adv.port or bound.port
         host = bound.host
-        if host in ("", "0.0.0.0", "::"):
+        if host in (None, "", "0.0.0.0", "::"):
             host = socket.gethostname()
         return host, bound.port
 

@@ -12,16 +12,15 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from kafka_compat.storage.log_config import _DEFS as _LOG_DEFS, LogConfig
+from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF, LogConfig, validate_topic_configs
 from kafka_compat.storage.log_manager import LogManager
 
-from ..config import validate_topic_configs
 from ..protocol.errors import ErrorCode
 from ..purgatory import DelayedOperationPurgatory
 from .producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
-LOG_CONFIG_NAMES = frozenset(_LOG_DEFS)
+LOG_CONFIG_NAMES = frozenset(TOPIC_CONFIG_DEF)
 
 @dataclass
 class PartitionState:
