@@ -12,11 +12,11 @@ import logging
 import signal
 import sys
 
+# No broker.id / node.id here: either one alone names the broker (the other follows it),
+# and when both are unset BrokerConfig's default 0 names the single embedded node.
 EMBEDDED_DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "log.dirs": "./kafka-compat-data",
-    "node.id": "0",
-    "broker.id": "0",
 }
 
 
