@@ -12,17 +12,18 @@ import logging
 import signal
 import sys
 
+# No broker.id / node.id here: either one alone names the broker (the other follows it),
+# and when both are unset BrokerConfig's default 0 names the single embedded node.
 EMBEDDED_DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "log.dirs": "./kafka-compat-data",
-    "node.id": "0",
-    "broker.id": "0",
 }
 
 
 def build_config(properties: str | None, overrides: list[str]):
     """Embedded defaults, under the properties file, under the command-line flags."""
-    from .config import BrokerConfig, load_properties
+    from .properties import load_properties
+    from .server.kafka_config import BrokerConfig
     values = dict(EMBEDDED_DEFAULTS)
     if properties:
         values.update(load_properties(properties))

@@ -1,69 +1,144 @@
-"""LogConfig: Kafka's topic-level log settings, under Kafka's names and defaults.
+"""LogConfig and TOPIC_CONFIG_DEF: every topic-level setting, under Kafka's names, types and defaults.
 
-Defaults are those of Kafka's LogConfig/ServerLogConfigs (trunk, Oct 2024).
-``message.timestamp.after.max.ms`` is Long.MAX_VALUE there; later Kafka
-releases may lower it, so a broker wanting that passes it explicitly.
+This is the one definition of the topic configs (Kafka keeps it in its storage
+module's LogConfig); the broker's own ``log.*`` properties that stand in for them
+take type, default and validator from here. Defaults are Kafka's (trunk, Oct 2024).
+``message.timestamp.after.max.ms`` is Long.MAX_VALUE there; later Kafka releases
+may lower it, so a broker wanting that passes it explicitly.
 """
 
 from __future__ import annotations
 
 import random
+import re
+from collections.abc import Mapping
+from typing import Any
 
-LONG_MAX = (1 << 63) - 1
+from kafka_compat.configdef import (
+    BOOLEAN,
+    DOUBLE,
+    INT,
+    LIST,
+    LONG,
+    LONG_MAX,
+    LOW,
+    MEDIUM,
+    STRING,
+    ConfigDef,
+    ConfigError,
+    LambdaValidator,
+    ValidList,
+    ValidString,
+    at_least,
+    between,
+)
 
-# property name -> (parser, default)
-_DEFS = {
-    "segment.bytes": (int, 1024 * 1024 * 1024),
-    "segment.ms": (int, 7 * 24 * 3600 * 1000),
-    "segment.jitter.ms": (int, 0),
-    "segment.index.bytes": (int, 10 * 1024 * 1024),
-    "index.interval.bytes": (int, 4096),
-    "retention.ms": (int, 7 * 24 * 3600 * 1000),
-    "retention.bytes": (int, -1),
-    "max.message.bytes": (int, 1024 * 1024 + 12),
-    "cleanup.policy": (str, "delete"),
-    "min.cleanable.dirty.ratio": (float, 0.5),
-    "min.compaction.lag.ms": (int, 0),
-    "max.compaction.lag.ms": (int, LONG_MAX),
-    "delete.retention.ms": (int, 24 * 3600 * 1000),
-    "file.delete.delay.ms": (int, 60000),
-    "flush.messages": (int, LONG_MAX),
-    "flush.ms": (int, LONG_MAX),
-    "message.timestamp.type": (str, "CreateTime"),
-    "message.timestamp.before.max.ms": (int, LONG_MAX),
-    "message.timestamp.after.max.ms": (int, LONG_MAX),
-    "preallocate": (lambda v: v if isinstance(v, bool) else str(v).lower() == "true", False),
-    "compression.type": (str, "producer"),
-}
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # 1 MiB plus the log overhead (offset + size)
+RECORD_OVERHEAD_V0 = 14
+_DAY_MS = 24 * 3_600_000
+
+_COMPRESSION_TYPES = ValidString("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_CLEANUP_POLICIES = ValidList("compact", "delete")
+_TIMESTAMP_TYPES = ValidString("CreateTime", "LogAppendTime")
+_GZIP_LEVEL = LambdaValidator(lambda v: v == -1 or 1 <= v <= 9, "Value must be between 1 and 9 or equal to -1",
+                             "[1,...,9] or -1")
+_METADATA_VERSION = LambdaValidator(lambda v: bool(re.fullmatch(r"\d+\.\d+(\.\d+){0,2}(-IV\d+)?", v or "")),
+                                   "not a valid metadata version", "[0.8.0, ..., 3.9-IV0]")
+
+# Kafka's LogConfig, in Kafka's order.
+TOPIC_CONFIG_DEF = (
+    ConfigDef()
+    .define("segment.bytes", INT, 1024 ** 3, at_least(RECORD_OVERHEAD_V0), MEDIUM, "Largest size of one segment file.")
+    .define("segment.ms", LONG, 7 * _DAY_MS, at_least(1), MEDIUM, "Roll a new segment after this long.")
+    .define("segment.jitter.ms", LONG, 0, at_least(0), MEDIUM, "Most random time taken off segment.ms.")
+    .define("segment.index.bytes", INT, 10 * 1024 * 1024, at_least(4), MEDIUM, "Largest offset index file.")
+    .define("flush.messages", LONG, LONG_MAX, at_least(1), MEDIUM, "fsync after this many records.")
+    .define("flush.ms", LONG, LONG_MAX, at_least(0), MEDIUM, "fsync data older than this.")
+    .define("retention.bytes", LONG, -1, None, MEDIUM,
+            "Largest size of a partition before old segments go; -1 for none.")
+    .define("retention.ms", LONG, 7 * _DAY_MS, at_least(-1), MEDIUM, "Keep data this long; -1 for no limit.")
+    .define("max.message.bytes", INT, DEFAULT_MAX_MESSAGE_BYTES, at_least(0), MEDIUM,
+            "Largest record batch accepted, after compression.")
+    .define("index.interval.bytes", INT, 4096, at_least(0), MEDIUM, "Bytes appended between two index entries.")
+    .define("delete.retention.ms", LONG, _DAY_MS, at_least(0), MEDIUM, "How long tombstones stay after compaction.")
+    .define("min.compaction.lag.ms", LONG, 0, at_least(0), MEDIUM, "Records younger than this are not compacted.")
+    .define("max.compaction.lag.ms", LONG, LONG_MAX, at_least(1), MEDIUM,
+            "Records older than this are compacted whatever the dirty ratio.")
+    .define("file.delete.delay.ms", LONG, 60000, at_least(0), MEDIUM, "Wait before a deleted segment's files go.")
+    .define("min.cleanable.dirty.ratio", DOUBLE, 0.5, between(0, 1), MEDIUM,
+            "Dirty share of a log before it is compacted.")
+    .define("cleanup.policy", LIST, "delete", _CLEANUP_POLICIES, MEDIUM,
+            "What happens to old segments: delete, compact, or both.")
+    .define("unclean.leader.election.enable", BOOLEAN, False, None, MEDIUM,
+            "Allow an out-of-sync replica to lead, at the price of data loss.")
+    .define("min.insync.replicas", INT, 1, at_least(1), MEDIUM, "In-sync replicas an acks=-1 write needs.")
+    .define("compression.type", STRING, "producer", _COMPRESSION_TYPES, MEDIUM,
+            "Codec for stored batches; producer keeps what the producer sent.")
+    .define("compression.gzip.level", INT, -1, _GZIP_LEVEL, MEDIUM, "gzip level when the broker compresses.")
+    .define("compression.lz4.level", INT, 9, between(1, 17), MEDIUM, "lz4 level when the broker compresses.")
+    .define("compression.zstd.level", INT, 3, between(-131072, 22), MEDIUM, "zstd level when the broker compresses.")
+    .define("preallocate", BOOLEAN, False, None, MEDIUM, "Preallocate segment files.")
+    .define("message.format.version", STRING, "3.0-IV1", _METADATA_VERSION, MEDIUM, "Deprecated; ignored from 3.0 on.")
+    .define("message.timestamp.type", STRING, "CreateTime", _TIMESTAMP_TYPES, MEDIUM,
+            "Keep the producer's timestamp (CreateTime) or stamp the append time (LogAppendTime).")
+    .define("message.timestamp.difference.max.ms", LONG, LONG_MAX, at_least(0), MEDIUM,
+            "Deprecated: largest gap between record and broker time.")
+    .define("message.timestamp.before.max.ms", LONG, LONG_MAX, at_least(0), MEDIUM,
+            "How far in the past a CreateTime timestamp may be.")
+    .define("message.timestamp.after.max.ms", LONG, LONG_MAX, at_least(0), MEDIUM,
+            "How far in the future a CreateTime timestamp may be.")
+    .define("leader.replication.throttled.replicas", LIST, "", None, MEDIUM,
+            "partition:broker pairs (or *) throttled on the leader side.")
+    .define("follower.replication.throttled.replicas", LIST, "", None, MEDIUM,
+            "partition:broker pairs (or *) throttled on the follower side.")
+    .define("message.downconversion.enable", BOOLEAN, True, None, LOW, "Down-convert batches for old fetch versions.")
+    .define("remote.storage.enable", BOOLEAN, False, None, MEDIUM,
+            "Tiered storage for this topic (not supported here).")
+    .define("local.retention.ms", LONG, -2, at_least(-2), MEDIUM,
+            "Local retention with tiered storage; -2 means retention.ms.")
+    .define("local.retention.bytes", LONG, -2, at_least(-2), MEDIUM,
+            "Local size limit with tiered storage; -2 means retention.bytes.")
+    .define("remote.log.copy.disable", BOOLEAN, False, None, MEDIUM, "Stop copying segments to tiered storage.")
+    .define("remote.log.delete.on.disable", BOOLEAN, False, None, MEDIUM,
+            "Delete tiered data when tiering is switched off.")
+)
+_DEFAULTS = TOPIC_CONFIG_DEF.parse({})
+
+
+def validate_topic_configs(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Typed topic settings; unknown names and bad values raise ConfigError (INVALID_CONFIG)."""
+    parsed = {}
+    for name, raw in overrides.items():
+        key = TOPIC_CONFIG_DEF.config_keys.get(name)
+        if key is None:
+            raise ConfigError(name, message=f"Unknown topic config name: {name}")
+        parsed[name] = key.parse(raw)
+    return parsed
 
 
 class LogConfig:
-    """Immutable view of one log's settings; attribute names are Kafka's with dots as underscores."""
+    """Immutable view of one log's settings; attribute names are Kafka's with dots as underscores.
 
-    __slots__ = tuple(name.replace(".", "_") for name in _DEFS) + (
+    Values are typed as TOPIC_CONFIG_DEF parses them, except ``cleanup_policy``,
+    which reads as Kafka prints it ("compact,delete"); ``compact`` and ``delete``
+    are the flags storage acts on.
+    """
+
+    __slots__ = tuple(name.replace(".", "_") for name in TOPIC_CONFIG_DEF) + (
         "compact", "delete", "log_append_time", "reads_records", "props")
 
-    def __init__(self, props: dict | None = None, **overrides):
+    def __init__(self, props: Mapping[str, Any] | None = None, **overrides):
         merged = dict(props or {})
         for key, value in overrides.items():
             merged[key.replace("_", ".")] = value
-        unknown = [k for k in merged if k not in _DEFS]
-        if unknown:
-            raise ValueError(f"unknown log config(s): {', '.join(sorted(unknown))}")
-        values = {}
-        for name, (parse, default) in _DEFS.items():
-            raw = merged.get(name, default)
-            values[name] = parse(raw) if raw is not None else default
-            object.__setattr__(self, name.replace(".", "_"), values[name])
-        policies = {p.strip() for p in values["cleanup.policy"].split(",") if p.strip()}
-        if not policies <= {"compact", "delete"}:
-            raise ValueError(f"invalid cleanup.policy {values['cleanup.policy']!r}")
-        if values["message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
-            raise ValueError(f"invalid message.timestamp.type {values['message.timestamp.type']!r}")
-        if not 0.0 <= values["min.cleanable.dirty.ratio"] <= 1.0:
-            raise ValueError("min.cleanable.dirty.ratio must be within [0, 1]")
+        values = {**_DEFAULTS, **validate_topic_configs(merged)}
         if values["segment.index.bytes"] < 12:
-            raise ValueError("segment.index.bytes must hold at least one time index entry")
+            raise ConfigError("segment.index.bytes", values["segment.index.bytes"],
+                              "must hold at least one time index entry (12 bytes)")
+        for name, value in values.items():
+            object.__setattr__(self, name.replace(".", "_"), value)
+        policies = values["cleanup.policy"]
+        object.__setattr__(self, "cleanup_policy", ",".join(policies))
         object.__setattr__(self, "compact", "compact" in policies)
         object.__setattr__(self, "delete", "delete" in policies)
         object.__setattr__(self, "log_append_time", values["message.timestamp.type"] == "LogAppendTime")
@@ -91,5 +166,5 @@ class LogConfig:
         return random.randrange(bound) if bound > 0 else 0
 
     def __repr__(self):
-        changed = {k: v for k, v in self.props.items() if v != _DEFS[k][1]}
+        changed = {k: v for k, v in self.props.items() if v != _DEFAULTS[k]}
         return f"LogConfig({changed})"

@@ -27,7 +27,8 @@ from kafka_compat.protocol.records import (
     set_partition_leader_epoch, split_batches,
 )
 
-from .log_config import LONG_MAX, LogConfig
+from kafka_compat.configdef import LONG_MAX
+from .log_config import LogConfig
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.batch_header import crc_valid
 

@@ -23,7 +23,7 @@ from kafka.admin import KafkaAdminClient  # noqa: E402
 from kafka.admin import NewTopic as KNewTopic  # noqa: E402
 from kafka.admin import ConfigResource as KConfigResource, ConfigResourceType as KType  # noqa: E402
 
-from kafka_compat.config import TOPIC_CONFIG_DEF  # noqa: E402
+from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF  # noqa: E402
 from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.frames import request_header_version, response_header_version  # noqa: E402
 from kafka_compat.protocol.messages import APIS  # noqa: E402
@@ -312,7 +312,7 @@ def test_broker_logger_levels(broker):
 def test_delete_topics_disabled_answers_every_topic():
     """Decided before any topic is looked at, so a handler with only its config (no cache, no controller)
     shows it."""
-    from kafka_compat.config import BrokerConfig
+    from kafka_compat.server.kafka_config import BrokerConfig
     from kafka_compat.protocol.frames import Request
     from kafka_compat.server.delete_topics import DeleteTopicsApi
     api = DeleteTopicsApi(BrokerConfig({"delete.topic.enable": "false"}), metadata_cache=None, controller=None)

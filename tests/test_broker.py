@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from kafka_compat.config import BrokerConfig
+from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages import APIS
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest

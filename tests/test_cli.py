@@ -71,3 +71,22 @@ def test_sigterm_flushes_and_leaves_the_clean_shutdown_marker(tmp_path):
         assert (logs / CLEAN_SHUTDOWN_FILE).exists()
         # the flush on shutdown moved the recovery point past the record
         assert "marked 0 1" in (logs / "recovery-point-offset-checkpoint").read_text().splitlines()
+
+
+def test_broker_id_alone_names_the_broker(tmp_path):
+    """As in Kafka's ZooKeeper mode, broker.id by itself is enough: node.id follows it."""
+    with EmbeddedBroker({"broker.id": 1}, data_dir=str(tmp_path)) as broker:
+        c = WireClient("127.0.0.1", broker.port)
+        resp = c.call(3, 9, MetadataRequest(topics=[]))
+        c.close()
+    assert [b.node_id for b in resp.brokers] == [1]
+    assert resp.controller_id == 1
+    assert "node.id=1" in (tmp_path / "logs" / "meta.properties").read_text().splitlines()
+
+
+def test_node_id_alone_and_a_mismatch():
+    assert (build_config(None, ["node.id=2"]).broker_id, build_config(None, ["node.id=2"]).node_id) == (2, 2)
+    got = serve("--listeners", "PLAINTEXT://127.0.0.1:0", "-o", "broker.id=1", "-o", "node.id=2")
+    assert got.returncode != 0
+    assert "node.id must be the same value as broker.id" in got.stderr
+    assert "Traceback" not in got.stderr

@@ -3,29 +3,28 @@
 from __future__ import annotations
 
 import pytest
+from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF, validate_topic_configs
 
-from kafka_compat.config import (
-    BROKER_CONFIG_DEF,
-    DYNAMIC_BROKER_CONFIGS,
+from kafka_compat.configdef import (
     LONG_MAX,
-    READ_ONLY_BROKER_CONFIGS,
-    SENSITIVE_BROKER_CONFIGS,
-    TOPIC_CONFIG_DEF,
-    TOPIC_CONFIG_SYNONYMS,
-    BrokerConfig,
     ConfigError,
     ConfigSource,
     ConfigType,
-    EndPoint,
     Password,
-    broker_config_synonyms,
     convert_to_string,
-    describe_broker_config,
-    effective_topic_config,
     java_double_to_string,
-    load_properties,
-    parse_properties,
-    validate_topic_configs,
+)
+from kafka_compat.endpoint import EndPoint, SecurityProtocol
+from kafka_compat.properties import load_properties, parse_properties
+from kafka_compat.server.config_helper import describe_broker_config, effective_topic_config
+from kafka_compat.server.kafka_config import (
+    BROKER_CONFIG_DEF,
+    DYNAMIC_BROKER_CONFIGS,
+    READ_ONLY_BROKER_CONFIGS,
+    SENSITIVE_BROKER_CONFIGS,
+    TOPIC_CONFIG_SYNONYMS,
+    BrokerConfig,
+    broker_config_synonyms,
 )
 
 S = ConfigSource
@@ -284,10 +283,12 @@ def test_listeners_and_protocol_map():
         "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL,REPL:SSL",
         "advertised.listeners": "EXTERNAL://broker.example:19093",
     })
-    assert cfg.listeners == [EndPoint("INTERNAL", "PLAINTEXT", "127.0.0.1", 9092),
-                             EndPoint("EXTERNAL", "SASL_SSL", "::1", 9093),
-                             EndPoint("REPL", "SSL", None, 0)]
-    assert cfg.advertised_listeners == [EndPoint("EXTERNAL", "SASL_SSL", "broker.example", 19093)]
+    assert cfg.listeners == [EndPoint("INTERNAL", "127.0.0.1", 9092, "PLAINTEXT"),
+                             EndPoint("EXTERNAL", "::1", 9093, "SASL_SSL"),
+                             EndPoint("REPL", None, 0, "SSL")]
+    assert cfg.advertised_listeners == [EndPoint("EXTERNAL", "broker.example", 19093, "SASL_SSL")]
+    assert cfg.listeners[1].security_protocol is SecurityProtocol.SASL_SSL
+    assert [p.id for p in SecurityProtocol] == [0, 1, 2, 3]  # the ids UpdateMetadata and ZooKeeper carry
 
 
 def test_password_values_stay_hidden():

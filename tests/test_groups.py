@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_compat.config import BrokerConfig
+from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.group.coordinator_records import (
     GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata, group_metadata_key, java_string_hash, offset_commit_key,
     offset_commit_value, partition_for, read_key, read_offset_value,

@@ -95,7 +95,7 @@ class Broker:
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, self.controller.log_config,
-            hw_checkpoint_interval_ms=cfg.get("replica.high.watermark.checkpoint.interval.ms", 5000),
+            hw_checkpoint_interval_ms=cfg["replica.high.watermark.checkpoint.interval.ms"],
             fetch_purge_interval=cfg["fetch.purgatory.purge.interval.requests"],
             produce_purge_interval=cfg["producer.purgatory.purge.interval.requests"])
         self.replica_manager.startup()

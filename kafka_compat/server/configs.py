@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import logging
 
-from ..config import (
-    BROKER_CONFIG_DEF,
-    DYNAMIC_BROKER_CONFIGS,
-    TOPIC_CONFIG_DEF,
-    ConfigError,
-    ConfigSource,
-    ConfigType,
-    describe_broker_config,
-    effective_topic_config,
-)
+from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF
+
+from ..configdef import ConfigError, ConfigSource, ConfigType
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
 from ..protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
+from .config_helper import describe_broker_config, effective_topic_config
+from .kafka_config import BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS
 from .registry import handles
 from .topics import validate_name
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..config import effective_topic_config
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.create_partitions import CreatePartitionsResponse
 from ..protocol.messages.create_topics import CreateTopicsResponse
 from ..protocol.primitives import ZERO_UUID
+from .config_helper import effective_topic_config
 from .registry import handles
 from .topics import validate_name
 

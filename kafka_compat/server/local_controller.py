@@ -10,10 +10,8 @@ request handlers cannot tell a single node from a cluster member.
 """
 from __future__ import annotations
 
-from kafka_compat.storage.log_config import _DEFS as _LOG_DEFS
-from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 
-from ..config import validate_topic_configs
 from ..protocol.errors import ErrorCode, KafkaError
 from .metadata_cache import MetadataCache, PartitionState
 from .replica_manager import ReplicaManager
@@ -21,7 +19,6 @@ from .topics import Topic, TopicRegistry, validate_name
 
 MAX_PARTITIONS = 100000
 LEADER_EPOCH = 0
-LOG_CONFIG_NAMES = frozenset(_LOG_DEFS)
 
 
 class LocalController:
@@ -137,7 +134,4 @@ def log_config(broker_config, topic_configs: dict[str, str]) -> LogConfig:
     """The LogConfig of a topic with these overrides; raises ConfigError (INVALID_CONFIG) on a bad one."""
     props = broker_config.topic_defaults()
     props.update(validate_topic_configs(topic_configs))
-    policy = props.get("cleanup.policy")
-    if isinstance(policy, (list, tuple)):
-        props["cleanup.policy"] = ",".join(policy)
-    return LogConfig({k: v for k, v in props.items() if k in LOG_CONFIG_NAMES})
+    return LogConfig(props)

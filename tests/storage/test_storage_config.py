@@ -1,8 +1,9 @@
 """LogConfig: Kafka's topic-level names and defaults."""
 
 import pytest
+from kafka_compat.storage.log_config import LogConfig
 
-from kafka_compat.storage.log_config import LONG_MAX, LogConfig
+from kafka_compat.configdef import LONG_MAX
 
 
 def test_kafka_defaults():

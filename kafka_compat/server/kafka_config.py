@@ -1,0 +1,479 @@
+"""KafkaConfig: the broker's own properties (BROKER_CONFIG_DEF) and a validated BrokerConfig.
+
+Names, types, defaults, validators and importance follow Apache Kafka (trunk,
+Oct 2024); the documentation strings are our own short summaries. A broker
+property that stands in for a topic property (log.segment.bytes for
+segment.bytes) takes type, default and validator from storage's TOPIC_CONFIG_DEF.
+Where we differ from Kafka the doc string says so:
+
+- ``broker.id`` and ``node.id`` default to 0: an embedded single node needs no
+  id generation (Kafka's default -1 asks ZooKeeper for one), so negative ids are
+  refused. Setting either one sets both, as in Kafka's ZooKeeper mode.
+- ``log.dir`` keeps Kafka's default ``/tmp/kafka-logs``; the CLI passes
+  ``./kafka-compat-data`` as an override instead.
+- CLASS values stay class names (we cannot load Java classes).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF
+
+from ..configdef import (
+    BOOLEAN,
+    CLASS,
+    DOUBLE,
+    DOUBLE_MAX,
+    HIGH,
+    INT,
+    INT_MAX,
+    LIST,
+    LONG,
+    LONG_MAX,
+    LOW,
+    MEDIUM,
+    PASSWORD,
+    SHORT,
+    STRING,
+    ConfigDef,
+    ConfigError,
+    DictView,
+    Importance,
+    Password,
+    ValidString,
+    at_least,
+    convert_to_string,
+    parse_type,
+)
+from ..endpoint import EndPoint, SecurityProtocol, parse_listener_security_protocol_map, parse_listeners
+from ..properties import load_properties
+
+_HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
+_DAY_MS = 24 * _HOUR_MS
+
+
+# -- topic-level configs and their broker synonyms -------------------------------------
+
+class ConfigSynonym(NamedTuple):
+    """A broker property standing in for a topic property, with a unit conversion."""
+
+    name: str
+    to_topic_unit: int = 1  # multiply the broker value by this (hours/minutes -> ms)
+
+
+def _s(*names: str) -> tuple[ConfigSynonym, ...]:
+    units = {"hours": _HOUR_MS, "minutes": _MINUTE_MS}
+    return tuple(ConfigSynonym(n, units.get(n.rsplit(".", 1)[-1], 1)) for n in names)
+
+
+# Topic config -> broker synonyms, highest priority first (ServerTopicConfigSynonyms).
+TOPIC_CONFIG_SYNONYMS: dict[str, tuple[ConfigSynonym, ...]] = {
+    "segment.bytes": _s("log.segment.bytes"),
+    "segment.ms": _s("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": _s("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "segment.index.bytes": _s("log.index.size.max.bytes"),
+    "flush.messages": _s("log.flush.interval.messages"),
+    "flush.ms": _s("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    "retention.bytes": _s("log.retention.bytes"),
+    "retention.ms": _s("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "max.message.bytes": _s("message.max.bytes"),
+    "index.interval.bytes": _s("log.index.interval.bytes"),
+    "delete.retention.ms": _s("log.cleaner.delete.retention.ms"),
+    "min.compaction.lag.ms": _s("log.cleaner.min.compaction.lag.ms"),
+    "max.compaction.lag.ms": _s("log.cleaner.max.compaction.lag.ms"),
+    "file.delete.delay.ms": _s("log.segment.delete.delay.ms"),
+    "min.cleanable.dirty.ratio": _s("log.cleaner.min.cleanable.ratio"),
+    "cleanup.policy": _s("log.cleanup.policy"),
+    "unclean.leader.election.enable": _s("unclean.leader.election.enable"),
+    "min.insync.replicas": _s("min.insync.replicas"),
+    "compression.type": _s("compression.type"),
+    "compression.gzip.level": _s("compression.gzip.level"),
+    "compression.lz4.level": _s("compression.lz4.level"),
+    "compression.zstd.level": _s("compression.zstd.level"),
+    "preallocate": _s("log.preallocate"),
+    "message.format.version": _s("log.message.format.version"),
+    "message.timestamp.type": _s("log.message.timestamp.type"),
+    "message.timestamp.difference.max.ms": _s("log.message.timestamp.difference.max.ms"),
+    "message.timestamp.before.max.ms": _s("log.message.timestamp.before.max.ms"),
+    "message.timestamp.after.max.ms": _s("log.message.timestamp.after.max.ms"),
+    "message.downconversion.enable": _s("log.message.downconversion.enable"),
+    "local.retention.ms": _s("log.local.retention.ms"),
+    "local.retention.bytes": _s("log.local.retention.bytes"),
+}
+
+
+# The broker property that stands first for each topic property.
+_TOPIC_OF = {synonyms[0].name: topic for topic, synonyms in TOPIC_CONFIG_SYNONYMS.items()}
+
+
+def _from_topic(name: str, importance: Importance, doc: str | None = None) -> tuple:
+    """A broker key with the type, default, validator and doc of the topic key it stands for."""
+    key = TOPIC_CONFIG_DEF[_TOPIC_OF[name]]
+    return name, key.type, key.default, key.validator, importance, doc or key.doc
+
+
+BROKER_CONFIG_DEF = (
+    ConfigDef()
+    # identity
+    .define("broker.id", INT, 0, None, HIGH,
+            "This broker's id. Kafka defaults to -1 (generate one); an embedded single node uses 0.")
+    .define("node.id", INT, 0, None, HIGH,
+            "KRaft name for broker.id; either one sets both. Kafka defaults to -1; we use 0.")
+    .define("broker.rack", STRING, None, None, MEDIUM, "Rack of this broker, for rack-aware placement.")
+    .define("zookeeper.connect", STRING, None, None, HIGH,
+            "ZooKeeper connection string host:port[,host:port][/chroot]; unset for a single node.")
+    .define("zookeeper.session.timeout.ms", INT, 18000, None, HIGH, "ZooKeeper session timeout.")
+    .define("zookeeper.connection.timeout.ms", INT, None, None, HIGH,
+            "Longest wait to connect to ZooKeeper; unset means zookeeper.session.timeout.ms.")
+    .define("controller.socket.timeout.ms", INT, 30000, None, MEDIUM,
+            "Socket timeout of controller-to-broker channels.")
+    # network
+    .define("listeners", STRING, "PLAINTEXT://:9092", None, HIGH,
+            "Comma-separated NAME://host:port addresses to listen on; an empty host means every interface.")
+    .define("advertised.listeners", STRING, None, None, HIGH,
+            "Addresses given to clients in metadata, if different from listeners.")
+    .define("listener.security.protocol.map", STRING,
+            "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", None, LOW,
+            "LISTENER_NAME:SECURITY_PROTOCOL pairs naming the protocol of each listener.")
+    .define("socket.send.buffer.bytes", INT, 100 * 1024, None, HIGH,
+            "SO_SNDBUF of server sockets; -1 for the OS default.")
+    .define("socket.receive.buffer.bytes", INT, 100 * 1024, None, HIGH,
+            "SO_RCVBUF of server sockets; -1 for the OS default.")
+    .define("socket.request.max.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH, "Largest request frame accepted.")
+    .define("socket.listen.backlog.size", INT, 50, at_least(1), MEDIUM, "Pending-connection backlog of each listener.")
+    .define("max.connections.per.ip", INT, INT_MAX, at_least(0), MEDIUM, "Most connections allowed from one address.")
+    .define("max.connections.per.ip.overrides", STRING, "", None, MEDIUM, "Per-address limits, host:count pairs.")
+    .define("max.connections", INT, INT_MAX, at_least(0), MEDIUM, "Most connections the broker accepts at once.")
+    .define("max.connection.creation.rate", INT, INT_MAX, at_least(0), MEDIUM, "Most new connections per second.")
+    .define("connections.max.idle.ms", LONG, 600000, None, MEDIUM, "Close connections idle for longer than this.")
+    .define("queued.max.requests", INT, 500, at_least(1), HIGH, "Requests queued before the network stops reading.")
+    .define("num.network.threads", INT, 3, at_least(1), HIGH, "Kafka's network threads; one event loop serves here.")
+    .define("num.io.threads", INT, 8, at_least(1), HIGH,
+            "Kafka's request handler threads; accepted, unused by the loop.")
+    .define("background.threads", INT, 10, at_least(1), HIGH, "Threads for background work such as file deletion.")
+    .define(*_from_topic("message.max.bytes", HIGH))
+    .define("fetch.max.bytes", INT, 55 * 1024 * 1024, at_least(1024), MEDIUM,
+            "Most bytes returned by one fetch request.")
+    .define("max.incremental.fetch.session.cache.slots", INT, 1000, at_least(0), MEDIUM,
+            "Incremental fetch sessions kept at once.")
+    .define("delete.topic.enable", BOOLEAN, True, None, HIGH, "Allow DeleteTopics; when false it fails.")
+    .define(*_from_topic("compression.type", HIGH))
+    .define(*_from_topic("compression.gzip.level", MEDIUM))
+    .define(*_from_topic("compression.lz4.level", MEDIUM))
+    .define(*_from_topic("compression.zstd.level", MEDIUM))
+    # replication
+    .define("default.replication.factor", INT, 1, None, MEDIUM, "Replication factor of auto-created topics.")
+    .define(*_from_topic("min.insync.replicas", HIGH))
+    .define(*_from_topic("unclean.leader.election.enable", HIGH))
+    .define("auto.leader.rebalance.enable", BOOLEAN, True, None, HIGH, "Move leadership back to preferred replicas.")
+    .define("replica.lag.time.max.ms", LONG, 30000, None, HIGH, "A follower this far behind leaves the ISR.")
+    .define("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, at_least(1), HIGH,
+            "How often each partition's high watermark is saved to replication-offset-checkpoint.")
+    .define("replica.socket.timeout.ms", INT, 30000, None, HIGH, "Socket timeout of follower fetches.")
+    .define("replica.fetch.max.bytes", INT, 1024 * 1024, at_least(0), MEDIUM, "Bytes a follower fetches per partition.")
+    .define("replica.fetch.wait.max.ms", INT, 500, None, HIGH, "Longest wait of a follower fetch.")
+    .define("replica.fetch.min.bytes", INT, 1, None, HIGH, "Bytes a follower fetch waits for.")
+    .define("replica.fetch.response.max.bytes", INT, 10 * 1024 * 1024, at_least(0), MEDIUM,
+            "Most bytes in one follower fetch response.")
+    .define("num.replica.fetchers", INT, 1, None, HIGH, "Follower fetcher threads per source broker.")
+    .define("fetch.purgatory.purge.interval.requests", INT, 1000, None, MEDIUM,
+            "Completed fetches that may linger in watch lists before a purge.")
+    .define("producer.purgatory.purge.interval.requests", INT, 1000, None, MEDIUM,
+            "Completed produces that may linger in watch lists before a purge.")
+    .define("delete.records.purgatory.purge.interval.requests", INT, 1, None, MEDIUM,
+            "Completed delete-records that may linger in watch lists before a purge.")
+    # logs
+    .define("num.partitions", INT, 1, at_least(1), MEDIUM, "Partitions of an auto-created topic.")
+    .define("auto.create.topics.enable", BOOLEAN, True, None, HIGH, "Create unknown topics on metadata requests.")
+    .define("log.dir", STRING, "/tmp/kafka-logs", None, HIGH,
+            "Data directory, used when log.dirs is unset. Our CLI passes ./kafka-compat-data.")
+    .define("log.dirs", STRING, None, None, HIGH, "Comma-separated data directories; overrides log.dir.")
+    .define("num.recovery.threads.per.data.dir", INT, 1, at_least(1), HIGH,
+            "Threads per data directory for recovery at start and flush at stop.")
+    .define(*_from_topic("log.segment.bytes", HIGH))
+    .define("log.roll.ms", LONG, None, None, HIGH, "Roll a new segment after this long; unset means log.roll.hours.")
+    .define("log.roll.hours", INT, 168, at_least(1), HIGH, "Roll a new segment after this many hours.")
+    .define("log.roll.jitter.ms", LONG, None, None, HIGH,
+            "Most random time taken off the roll time; unset means log.roll.jitter.hours.")
+    .define("log.roll.jitter.hours", INT, 0, at_least(0), HIGH, "Roll jitter in hours.")
+    .define("log.retention.ms", LONG, None, None, HIGH,
+            "Keep data this long; -1 for no limit. Wins over log.retention.minutes and .hours.")
+    .define("log.retention.minutes", INT, None, None, HIGH, "Retention in minutes; wins over log.retention.hours.")
+    .define("log.retention.hours", INT, 168, None, HIGH, "Retention in hours, used when ms and minutes are unset.")
+    .define(*_from_topic("log.retention.bytes", HIGH))
+    .define("log.retention.check.interval.ms", LONG, 300000, at_least(1), MEDIUM, "How often retention is enforced.")
+    .define(*_from_topic("log.cleanup.policy", MEDIUM))
+    .define(*_from_topic("log.index.size.max.bytes", MEDIUM))
+    .define(*_from_topic("log.index.interval.bytes", MEDIUM))
+    .define(*_from_topic("log.flush.interval.messages", HIGH))
+    .define("log.flush.interval.ms", LONG, None, None, HIGH,
+            "fsync data older than this; unset means log.flush.scheduler.interval.ms.")
+    .define("log.flush.scheduler.interval.ms", LONG, LONG_MAX, None, HIGH, "How often the flusher looks for work.")
+    .define("log.flush.offset.checkpoint.interval.ms", INT, 60000, at_least(0), HIGH,
+            "How often the recovery point is checkpointed.")
+    .define("log.flush.start.offset.checkpoint.interval.ms", INT, 60000, at_least(0), HIGH,
+            "How often log start offsets are checkpointed.")
+    .define(*_from_topic("log.segment.delete.delay.ms", HIGH))
+    .define(*_from_topic("log.preallocate", MEDIUM))
+    .define(*_from_topic("log.message.format.version", MEDIUM))
+    .define(*_from_topic("log.message.timestamp.type", MEDIUM))
+    .define(*_from_topic("log.message.timestamp.difference.max.ms", MEDIUM))
+    .define(*_from_topic("log.message.timestamp.before.max.ms", MEDIUM))
+    .define(*_from_topic("log.message.timestamp.after.max.ms", MEDIUM))
+    .define(*_from_topic("log.message.downconversion.enable", LOW))
+    .define(*_from_topic("log.local.retention.ms", MEDIUM,
+            "Local retention with tiered storage; -2 means log.retention.ms."))
+    .define(*_from_topic("log.local.retention.bytes", MEDIUM,
+            "Local size limit with tiered storage; -2 means log.retention.bytes."))
+    .define("create.topic.policy.class.name", CLASS, None, None, LOW, "Class checking CreateTopics requests.")
+    .define("alter.config.policy.class.name", CLASS, None, None, LOW, "Class checking AlterConfigs requests.")
+    # log cleaner
+    .define("log.cleaner.enable", BOOLEAN, True, None, MEDIUM, "Run the compactor; compacted topics grow without it.")
+    .define("log.cleaner.threads", INT, 1, at_least(0), MEDIUM, "Compaction threads.")
+    .define("log.cleaner.io.max.bytes.per.second", DOUBLE, DOUBLE_MAX, None, MEDIUM, "Compaction I/O throttle.")
+    .define("log.cleaner.dedupe.buffer.size", LONG, 128 * 1024 * 1024, None, MEDIUM,
+            "Memory for the key map of compaction.")
+    .define("log.cleaner.io.buffer.size", INT, 512 * 1024, at_least(0), MEDIUM, "I/O buffer memory of compaction.")
+    .define("log.cleaner.io.buffer.load.factor", DOUBLE, 0.9, None, MEDIUM, "Fill ratio of the compaction key map.")
+    .define("log.cleaner.backoff.ms", LONG, 15000, at_least(0), MEDIUM, "Sleep when nothing needs compaction.")
+    .define(*_from_topic("log.cleaner.min.cleanable.ratio", MEDIUM))
+    .define(*_from_topic("log.cleaner.delete.retention.ms", MEDIUM))
+    .define(*_from_topic("log.cleaner.min.compaction.lag.ms", MEDIUM))
+    .define(*_from_topic("log.cleaner.max.compaction.lag.ms", MEDIUM))
+    # group coordinator
+    .define("group.min.session.timeout.ms", INT, 6000, None, MEDIUM, "Shortest session timeout a member may ask for.")
+    .define("group.max.session.timeout.ms", INT, 1800000, None, MEDIUM, "Longest session timeout a member may ask for.")
+    .define("group.initial.rebalance.delay.ms", INT, 3000, None, MEDIUM,
+            "Wait for more members before the first rebalance.")
+    .define("group.max.size", INT, INT_MAX, at_least(1), MEDIUM, "Most members in one group.")
+    .define("offset.metadata.max.bytes", INT, 4096, None, HIGH, "Largest metadata string of a committed offset.")
+    .define("offsets.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), HIGH, "Read size when loading offsets.")
+    .define("offsets.topic.replication.factor", SHORT, 3, at_least(1), HIGH,
+            "Replication factor of __consumer_offsets.")
+    .define("offsets.topic.num.partitions", INT, 50, at_least(1), HIGH, "Partitions of __consumer_offsets.")
+    .define("offsets.topic.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH,
+            "Segment size of __consumer_offsets.")
+    .define("offsets.topic.compression.codec", INT, 0, None, HIGH, "Codec id for offset commits (0 = none).")
+    .define("offsets.retention.minutes", INT, 7 * 24 * 60, at_least(1), HIGH,
+            "Keep offsets of an empty group this long.")
+    .define("offsets.retention.check.interval.ms", LONG, 600000, at_least(1), HIGH,
+            "How often stale offsets are removed.")
+    .define("offsets.commit.timeout.ms", INT, 5000, at_least(1), HIGH, "Wait for an offset commit to be replicated.")
+    # transactions and producer state
+    .define("transaction.state.log.num.partitions", INT, 50, at_least(1), HIGH, "Partitions of __transaction_state.")
+    .define("transaction.state.log.replication.factor", SHORT, 3, at_least(1), HIGH,
+            "Replication factor of __transaction_state.")
+    .define("transaction.state.log.min.isr", INT, 2, at_least(1), HIGH, "min.insync.replicas of __transaction_state.")
+    .define("transaction.state.log.segment.bytes", INT, 100 * 1024 * 1024, at_least(1), HIGH,
+            "Segment size of __transaction_state.")
+    .define("transaction.state.log.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), HIGH,
+            "Read size when loading transactions.")
+    .define("transactional.id.expiration.ms", INT, 7 * _DAY_MS, at_least(1), HIGH,
+            "Forget a transactional id idle this long.")
+    .define("transaction.max.timeout.ms", INT, 900000, at_least(1), HIGH,
+            "Longest transaction timeout a producer may ask for.")
+    .define("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000, at_least(1), LOW,
+            "How often timed-out transactions are aborted.")
+    .define("transaction.remove.expired.transaction.cleanup.interval.ms", INT, _HOUR_MS, at_least(1), LOW,
+            "How often expired transactional ids are removed.")
+    .define("transaction.partition.verification.enable", BOOLEAN, True, None, LOW,
+            "Check that a transactional write's partition was added to the transaction.")
+    .define("producer.id.expiration.ms", INT, _DAY_MS, at_least(1), LOW,
+            "Forget an idle producer id's state after this.")
+    # security
+    .define("ssl.keystore.type", STRING, "JKS", None, MEDIUM, "Key store format.")
+    .define("ssl.keystore.location", STRING, None, None, HIGH, "Key store file.")
+    .define("ssl.keystore.password", PASSWORD, None, None, HIGH, "Key store password.")
+    .define("ssl.key.password", PASSWORD, None, None, HIGH, "Private key password.")
+    .define("ssl.truststore.type", STRING, "JKS", None, MEDIUM, "Trust store format.")
+    .define("ssl.truststore.location", STRING, None, None, HIGH, "Trust store file.")
+    .define("ssl.truststore.password", PASSWORD, None, None, HIGH, "Trust store password.")
+    .define("ssl.client.auth", STRING, "none", ValidString("required", "requested", "none"), MEDIUM,
+            "Whether clients must present a certificate.")
+    .define("sasl.enabled.mechanisms", LIST, "GSSAPI", None, MEDIUM, "SASL mechanisms offered to clients.")
+    .define("sasl.jaas.config", PASSWORD, None, None, MEDIUM, "JAAS login settings.")
+)
+
+
+def broker_config_synonyms(name: str) -> list[str]:
+    """Broker properties that stand for the same setting, highest priority first
+    (DynamicBrokerConfig.brokerConfigSynonyms): log.retention.hours -> ms, minutes, hours."""
+    for synonyms in TOPIC_CONFIG_SYNONYMS.values():
+        if len(synonyms) > 1 and any(s.name == name for s in synonyms):
+            return [s.name for s in synonyms]
+    return [name]
+
+
+# Broker properties Kafka can change at runtime; every other broker property is read-only.
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {s[0].name for t, s in TOPIC_CONFIG_SYNONYMS.items() if t != "message.format.version"} | {
+        "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
+        "message.max.bytes", "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+        "background.threads", "listeners", "advertised.listeners", "listener.security.protocol.map",
+        "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+        "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.client.auth",
+        "sasl.enabled.mechanisms", "sasl.jaas.config", "max.connections", "max.connection.creation.rate",
+        "max.connections.per.ip", "max.connections.per.ip.overrides", "num.network.threads",
+        "producer.id.expiration.ms", "transaction.partition.verification.enable",
+    })
+
+# Values DescribeConfigs must hide: PASSWORD types (and anything of unknown type).
+SENSITIVE_BROKER_CONFIGS = frozenset(n for n, k in BROKER_CONFIG_DEF.config_keys.items() if k.type is PASSWORD)
+READ_ONLY_BROKER_CONFIGS = frozenset(n for n in BROKER_CONFIG_DEF if n not in DYNAMIC_BROKER_CONFIGS)
+# Topic configs are never read-only, and none is of PASSWORD type.
+
+
+class BrokerConfig(DictView):
+    """A validated broker configuration: ``cfg["log.segment.bytes"]`` gives the typed value.
+
+    ``originals`` holds what was set explicitly (file, then overrides), as given;
+    unknown names are kept there and in ``unknown``, as Kafka keeps them.
+    """
+
+    def __init__(self, props: Mapping[str, Any] | None = None) -> None:
+        originals = {str(k): v for k, v in (props or {}).items()}
+        # broker.id and node.id are one setting under two names.
+        if "broker.id" in originals and "node.id" not in originals:
+            originals["node.id"] = originals["broker.id"]
+        elif "node.id" in originals and "broker.id" not in originals:
+            originals["broker.id"] = originals["node.id"]
+        self.originals: dict[str, Any] = originals
+        self.unknown = {k: v for k, v in originals.items() if k not in BROKER_CONFIG_DEF}
+        self._data = BROKER_CONFIG_DEF.parse(originals)  # typed value of every defined name
+        self._validate()
+
+    @classmethod
+    def from_properties(cls, source: str | os.PathLike | Mapping[str, Any] | None = None,
+                        overrides: Mapping[str, Any] | None = None) -> BrokerConfig:
+        """Build from a ``.properties`` path or a dict, then apply overrides (CLI flags)."""
+        if source is None:
+            props: dict[str, Any] = {}
+        elif isinstance(source, Mapping):
+            props = dict(source)
+        else:
+            props = load_properties(source)
+        props.update(overrides or {})
+        return cls(props)
+
+    def is_set(self, name: str) -> bool:
+        """True if the property was given explicitly (file or override)."""
+        return name in self.originals
+
+    def static_configs(self) -> dict[str, str]:
+        """Explicit settings as strings (Kafka's staticBrokerConfigs), passwords in clear."""
+        out = {}
+        for name, raw in self.originals.items():
+            key = BROKER_CONFIG_DEF.config_keys.get(name)
+            if isinstance(raw, Password):
+                out[name] = raw.value
+            elif isinstance(raw, str):
+                out[name] = raw
+            else:
+                out[name] = convert_to_string(raw, key.type if key else None)
+        return out
+
+    # -- conveniences ------------------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        return self["broker.id"]
+
+    @property
+    def node_id(self) -> int:
+        return self["node.id"]
+
+    @property
+    def log_dirs(self) -> list[str]:
+        raw = self["log.dirs"] if self["log.dirs"] is not None else self["log.dir"]
+        return [d for d in parse_type("log.dirs", raw, LIST) if d]
+
+    @property
+    def log_retention_ms(self) -> int:
+        """log.retention.ms, else .minutes, else .hours; any negative means -1 (no limit)."""
+        if self["log.retention.ms"] is not None:
+            ms = self["log.retention.ms"]
+        elif self["log.retention.minutes"] is not None:
+            ms = self["log.retention.minutes"] * _MINUTE_MS
+        else:
+            ms = self["log.retention.hours"] * _HOUR_MS
+        return -1 if ms < 0 else ms
+
+    @property
+    def log_roll_ms(self) -> int:
+        ms = self["log.roll.ms"]
+        return ms if ms is not None else self["log.roll.hours"] * _HOUR_MS
+
+    @property
+    def log_roll_jitter_ms(self) -> int:
+        ms = self["log.roll.jitter.ms"]
+        return ms if ms is not None else self["log.roll.jitter.hours"] * _HOUR_MS
+
+    @property
+    def log_flush_interval_ms(self) -> int:
+        ms = self["log.flush.interval.ms"]
+        return ms if ms is not None else self["log.flush.scheduler.interval.ms"]
+
+    @property
+    def listener_security_protocol_map(self) -> dict[str, SecurityProtocol]:
+        return parse_listener_security_protocol_map("listener.security.protocol.map",
+                                                    self["listener.security.protocol.map"])
+
+    @property
+    def listeners(self) -> list[EndPoint]:
+        return parse_listeners("listeners", self["listeners"], self.listener_security_protocol_map)
+
+    @property
+    def advertised_listeners(self) -> list[EndPoint]:
+        """advertised.listeners, or listeners when unset."""
+        if self["advertised.listeners"] is None:
+            return self.listeners
+        return parse_listeners("advertised.listeners", self["advertised.listeners"],
+                               self.listener_security_protocol_map)
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """Topic-level values this broker gives topics without overrides (extractLogConfigMap)."""
+        derived = {"segment.ms": self.log_roll_ms, "segment.jitter.ms": self.log_roll_jitter_ms,
+                   "flush.ms": self.log_flush_interval_ms, "retention.ms": self.log_retention_ms}
+        out = {}
+        for name, key in TOPIC_CONFIG_DEF.config_keys.items():
+            if name in derived:
+                out[name] = derived[name]
+            elif name in TOPIC_CONFIG_SYNONYMS:
+                out[name] = self[TOPIC_CONFIG_SYNONYMS[name][0].name]
+            else:
+                out[name] = key.default
+        return out
+
+    def _validate(self) -> None:
+        if self.broker_id != self.node_id:
+            raise ConfigError("node.id", self.node_id, "node.id must be the same value as broker.id")
+        if self.broker_id < 0:
+            raise ConfigError("broker.id", self.broker_id,
+                              "must be at least 0: this broker does not generate ids")
+        if self.log_roll_ms < 1:
+            raise ConfigError("log.roll.ms", self.log_roll_ms, "log.roll.ms must be at least 1")
+        if self.log_roll_jitter_ms < 0:
+            raise ConfigError("log.roll.jitter.ms", self.log_roll_jitter_ms, "log.roll.jitter.ms must be at least 0")
+        if self.log_retention_ms == 0:
+            raise ConfigError("log.retention.ms", 0, "log.retention.ms must be unlimited (-1) or at least 1")
+        if not self.log_dirs:
+            raise ConfigError("log.dirs", self["log.dirs"],
+                              "At least one log directory must be defined via log.dirs or log.dir.")
+        for name in ("replica.socket.timeout.ms", "replica.lag.time.max.ms"):
+            if self["replica.fetch.wait.max.ms"] > self[name]:
+                raise ConfigError("replica.fetch.wait.max.ms", self["replica.fetch.wait.max.ms"],
+                                  f"must not exceed {name}")
+        protocol_map = self.listener_security_protocol_map
+        listeners = parse_listeners("listeners", self["listeners"], protocol_map)
+        if self["advertised.listeners"] is not None:
+            advertised = parse_listeners("advertised.listeners", self["advertised.listeners"], protocol_map)
+            if any(e.host == "0.0.0.0" for e in advertised):
+                raise ConfigError("advertised.listeners", self["advertised.listeners"],
+                                  "cannot use the nonroutable meta-address 0.0.0.0")
+            if not {e.listener_name for e in advertised} <= {e.listener_name for e in listeners}:
+                raise ConfigError("advertised.listeners", self["advertised.listeners"],
+                                  "listener names must be equal to or a subset of those in listeners")
