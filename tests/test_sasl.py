@@ -21,7 +21,7 @@ from kafka.protocol.sasl import SaslHandshakeRequest as KpHandshake
 from kafka.protocol.sasl import SaslHandshakeResponse as KpHandshakeResponse
 from wire import decode_response, encode_request
 
-from kafka_compat.config import ConfigError
+from kafka_compat.configdef import ConfigError
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.frames import encode_response
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse

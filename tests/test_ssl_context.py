@@ -10,7 +10,7 @@ import pytest
 from cryptography.x509.oid import NameOID, ObjectIdentifier
 from tls_certs import issue, make_ca, name
 
-from kafka_compat.config import ConfigError, Password
+from kafka_compat.configdef import ConfigError, Password
 from kafka_compat.security.principal import (
     ANONYMOUS,
     CertificateError,

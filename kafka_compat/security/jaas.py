@@ -15,7 +15,7 @@ from __future__ import annotations
 import hmac
 from typing import Iterable, Mapping, NamedTuple
 
-from ..config import ConfigError
+from ..configdef import ConfigError
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"

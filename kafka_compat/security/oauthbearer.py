@@ -17,7 +17,7 @@ import re
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from ..config import ConfigError
+from ..configdef import ConfigError
 from ..protocol.sasl import OAuthBearerToken, OAuthBearerValidationError
 from .jaas import OAUTHBEARER_LOGIN_MODULE, JaasEntry
 

@@ -20,7 +20,7 @@ import ssl
 import tempfile
 from typing import Any, Mapping
 
-from ..config import ConfigError, Password
+from ..configdef import ConfigError, Password
 
 PEM = "PEM"
 _PROTOCOLS = {
