@@ -1,4 +1,4 @@
-"""An embedded broker for test suites: ours and our users'.
+"""An embedded broker, and an embedded ZooKeeper, for test suites: ours and our users'.
 
     from kafka_compat.testing import kafka_broker      # a pytest fixture
     def test_it(kafka_broker):
@@ -7,7 +7,8 @@
 or, without pytest, `with EmbeddedBroker() as b: ...`. The broker runs in a
 child process on a free loopback port with a temporary data directory, so it
 behaves exactly as the real command does and a crashing test cannot leave it
-half-stopped.
+half-stopped. `EmbeddedZooKeeper` (fixture `zookeeper`) does the same for a real
+ZooKeeper server, for the ZooKeeper-coordinated cluster.
 """
 from __future__ import annotations
 
@@ -20,11 +21,41 @@ import sys
 import tempfile
 import time
 
+ZOOKEEPER_HOME = "/usr/share/zookeeper"           # Debian's `zookeeper` package
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"   # its manifest's Class-Path names the jars it needs
+SLF4J_BINDING_JAR = "/usr/share/java/slf4j-simple.jar"
+
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _log_tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")[-20000:]
+    except OSError:
+        return ""
+
+
+def _terminate(proc: subprocess.Popen | None, timeout: float) -> int | None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout`; the exit status."""
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode if proc else None
+
+
+def _kill(proc: subprocess.Popen | None) -> None:
+    if proc and proc.poll() is None:
+        proc.kill()
+        proc.wait()
 
 
 class EmbeddedBroker:
@@ -62,28 +93,15 @@ class EmbeddedBroker:
         raise RuntimeError(f"broker did not start within {timeout}s:\n{self.log()}")
 
     def log(self) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-20000:]
-        except OSError:
-            return ""
+        return _log_tail(self.log_path)
 
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM: a graceful shutdown that flushes and writes the clean-shutdown marker."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode if self.proc else None
+        return _terminate(self.proc, timeout)
 
     def kill(self) -> None:
         """SIGKILL: an unclean stop, as a crash or power loss would leave things."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        _kill(self.proc)
 
     def restart(self) -> "EmbeddedBroker":
         self.stop()
@@ -103,6 +121,185 @@ class EmbeddedBroker:
         self.close()
 
 
+def zookeeper_missing() -> str | None:
+    """Why no ZooKeeper server can be started here, or None when one can."""
+    if not os.path.isdir(ZOOKEEPER_HOME):
+        return f"ZooKeeper is not installed ({ZOOKEEPER_HOME} is absent; Debian: apt-get install zookeeper)"
+    return None
+
+
+class EmbeddedZooKeeper:
+    """A real standalone ZooKeeper server in a child JVM, on a free loopback port, with a temporary
+    data directory.
+
+    It listens on 127.0.0.1 only, has the admin HTTP server off and allows only the `ruok` and `srvr`
+    four-letter words. The tick is short (200 ms) so that tests can use session timeouts down to
+    400 ms; sessions up to 60 s are allowed, enough for Kafka's 18 s default. `stop()`/`start()` and
+    `restart()` keep the data directory and port, so sessions and znodes survive them as they would
+    a real ZooKeeper restart; `kill()` is a crash, `pause()`/`resume()` freeze the process as a
+    stalled or partitioned server looks to its clients.
+    """
+
+    TICK_MS = 200
+
+    def __init__(self, data_dir: str | None = None, port: int | None = None, *, java: str = "java",
+                 max_session_timeout_ms: int = 60000):
+        self._own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-zk-")
+        self._fixed_port = port is not None
+        self.port = port or free_port()
+        self.java = java
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.proc: subprocess.Popen | None = None
+        self.paused = False
+        self.log_path = os.path.join(self.data_dir, "zookeeper.log")
+        self._log = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def connect_string(self, chroot: str = "") -> str:
+        """`127.0.0.1:<port>`, followed by `chroot` (e.g. "/kafka") when given: zookeeper.connect's form."""
+        if chroot and not chroot.startswith("/"):
+            raise ValueError(f"a chroot starts with '/': {chroot!r}")
+        return self.address + chroot.rstrip("/")
+
+    def _write_config(self) -> str:
+        os.makedirs(os.path.join(self.data_dir, "data"), exist_ok=True)
+        path = os.path.join(self.data_dir, "zoo.cfg")
+        with open(path, "w") as f:
+            f.write("\n".join([
+                f"tickTime={self.TICK_MS}",
+                f"dataDir={os.path.join(self.data_dir, 'data')}",
+                "clientPortAddress=127.0.0.1",
+                f"clientPort={self.port}",
+                "maxClientCnxns=0",
+                f"minSessionTimeout={2 * self.TICK_MS}",
+                f"maxSessionTimeout={self.max_session_timeout_ms}",
+                "admin.enableServer=false",
+                "4lw.commands.whitelist=ruok,srvr",
+                # a test server: no fsync per write (a SIGKILL keeps the page cache), small log preallocation
+                "forceSync=no",
+                "preAllocSize=1024",
+                "",
+            ]))
+        return path
+
+    def _command(self, config_path: str) -> list[str]:
+        classpath = ZOOKEEPER_JAR
+        if os.path.exists(SLF4J_BINDING_JAR):
+            classpath += os.pathsep + SLF4J_BINDING_JAR
+        return [self.java, "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+                f"-Djava.io.tmpdir={self.data_dir}", "-Dzookeeper.jmx.log4j.disable=true",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", config_path]
+
+    def four_letter_word(self, word: str, timeout: float = 1.0) -> str:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
+            s.sendall(word.encode())
+            chunks = []
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+        return b"".join(chunks).decode(errors="replace")
+
+    def start(self, timeout: float = 30.0) -> "EmbeddedZooKeeper":
+        missing = zookeeper_missing()
+        if missing:
+            raise RuntimeError(missing)
+        if self.proc and self.proc.poll() is None:
+            return self
+        for _ in range(3):       # a free port can be taken by someone else before the JVM binds it
+            if self._start_once(timeout):
+                return self
+            if self._fixed_port or "Address already in use" not in self.log():
+                break
+            self.port = free_port()
+        raise RuntimeError(f"ZooKeeper did not start within {timeout}s:\n{self.log()}")
+
+    def _start_once(self, timeout: float) -> bool:
+        config_path = self._write_config()
+        if self._log is None:
+            self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self._command(config_path), stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.paused = False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                # `srvr` answers "...not currently serving requests" until the server has loaded its database
+                if self.four_letter_word("srvr", 0.5).startswith("Zookeeper version"):
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.kill()
+        return False
+
+    def log(self) -> str:
+        return _log_tail(self.log_path)
+
+    def _signal(self, sig: int) -> None:
+        if not self.proc or self.proc.poll() is not None:
+            raise RuntimeError("ZooKeeper is not running")
+        self.proc.send_signal(sig)
+
+    def pause(self) -> None:
+        """SIGSTOP: the server stops answering but its connections stay open, so clients time out."""
+        self._signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+        self.paused = False
+
+    def expire_session(self, client_id: tuple[int, bytes]) -> None:
+        """End a client's session now, as its expiry would: attach a second connection to the session
+        (kazoo's `client_id`: session id and password) and close it. The server drops the session's
+        ephemeral znodes and the owner's next reconnect is told the session expired (kazoo: LOST)."""
+        from kazoo.client import KazooClient  # only this method needs it
+
+        other = KazooClient(self.address, client_id=client_id, timeout=10.0)
+        other.start(timeout=10)
+        other.stop()
+        other.close()
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM: a clean shutdown. The data directory (znodes and sessions) is kept for start()."""
+        if self.paused and self.proc and self.proc.poll() is None:
+            self.resume()                 # a stopped JVM would not act on SIGTERM
+        return _terminate(self.proc, timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: a crash."""
+        _kill(self.proc)
+        self.paused = False
+
+    def restart(self) -> "EmbeddedZooKeeper":
+        self.stop()
+        return self.start()
+
+    def close(self) -> None:
+        self.kill()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> "EmbeddedZooKeeper":
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 try:
     import pytest
 
@@ -111,5 +308,14 @@ try:
         """A fresh broker for one test."""
         with EmbeddedBroker() as broker:
             yield broker
+
+    @pytest.fixture
+    def zookeeper():
+        """A fresh ZooKeeper server for one test; the test is skipped where ZooKeeper is not installed."""
+        missing = zookeeper_missing()
+        if missing:
+            pytest.skip(missing)
+        with EmbeddedZooKeeper() as zk:
+            yield zk
 except ImportError:  # pragma: no cover - pytest is optional for users
     pass
