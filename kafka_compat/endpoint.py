@@ -59,20 +59,33 @@ def parse_listener_security_protocol_map(name: str, text: str) -> dict[str, Secu
     return result
 
 
+def parse_endpoint(item: str, protocol_map: Mapping[str, SecurityProtocol], name: str = "listeners",
+                   text: str | None = None) -> EndPoint:
+    """One ``NAME://host:port`` (Kafka's EndPoint.createEndPoint); ConfigError names ``name``."""
+    text = item if text is None else text
+    m = _LISTENER_RE.fullmatch(item) if isinstance(item, str) else None
+    if not m:
+        raise ConfigError(name, text, f"Unable to parse {item} to a broker endpoint")
+    listener = m.group(1).upper()
+    if listener not in protocol_map:
+        raise ConfigError(name, text, f"No security protocol defined for listener {listener}")
+    port = int(m.group(3)) if len(m.group(3)) <= 6 else -1
+    if not 0 <= port <= 65535:
+        raise ConfigError(name, text, f"Invalid port {m.group(3)}")
+    return EndPoint(listener, m.group(2) or None, port, SecurityProtocol(protocol_map[listener]))
+
+
+def connection_string(endpoint: EndPoint) -> str:
+    """``LISTENER://host:port`` as Kafka prints it: an IPv6 host in brackets, no host as ``LISTENER://:port``."""
+    if endpoint.host is None:
+        return f"{endpoint.listener_name}://:{endpoint.port}"
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return f"{endpoint.listener_name}://{host}:{endpoint.port}"
+
+
 def parse_listeners(name: str, text: str, protocol_map: Mapping[str, SecurityProtocol]) -> list[EndPoint]:
     """``NAME://host:port,...`` into EndPoints; names must be distinct, and so must ports (but 0)."""
-    endpoints = []
-    for item in _items(name, text):
-        m = _LISTENER_RE.fullmatch(item)
-        if not m:
-            raise ConfigError(name, text, f"Unable to parse {item} to a broker endpoint")
-        listener = m.group(1).upper()
-        if listener not in protocol_map:
-            raise ConfigError(name, text, f"No security protocol defined for listener {listener}")
-        port = int(m.group(3))
-        if not 0 <= port <= 65535:
-            raise ConfigError(name, text, f"Invalid port {port}")
-        endpoints.append(EndPoint(listener, m.group(2) or None, port, protocol_map[listener]))
+    endpoints = [parse_endpoint(item, protocol_map, name, text) for item in _items(name, text)]
     if len({e.listener_name for e in endpoints}) != len(endpoints):
         raise ConfigError(name, text, "Each listener must have a different name")
     ports = [e.port for e in endpoints if e.port != 0]

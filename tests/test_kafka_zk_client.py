@@ -15,7 +15,7 @@ import uuid
 import pytest
 from kazoo.client import KazooClient
 
-from kafka_compat.config import EndPoint
+from kafka_compat.endpoint import EndPoint, SecurityProtocol
 from kafka_compat.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from kafka_compat.testing import EmbeddedZooKeeper, zookeeper, zookeeper_missing  # noqa: F401  (fixture)
 from kafka_compat.zk import zk_data as zd
@@ -79,7 +79,8 @@ def client(clients):
 
 
 def broker_info(broker_id: int, port: int = 9092) -> zd.BrokerInfo:
-    return zd.BrokerInfo(broker_id, [EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port + broker_id)], rack="r1")
+    endpoint = EndPoint("PLAINTEXT", "127.0.0.1", port + broker_id, SecurityProtocol.PLAINTEXT)
+    return zd.BrokerInfo(broker_id, [endpoint], rack="r1")
 
 
 class StateLog:

@@ -11,14 +11,14 @@ import json
 
 import pytest
 
-from kafka_compat.config import EndPoint
+from kafka_compat.endpoint import EndPoint, SecurityProtocol
 from kafka_compat.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, LeaderRecoveryState
 from kafka_compat.zk import zk_data as zd
 from kafka_compat.zk.zk_data import TopicPartition, ZkDataError
 
-PLAIN = EndPoint("PLAINTEXT", "PLAINTEXT", "h1", 9092)
-SSL = EndPoint("SSL", "SSL", "h1", 9093)
-INTERNAL = EndPoint("INTERNAL", "SASL_PLAINTEXT", "10.0.0.1", 9094)
+PLAIN = EndPoint("PLAINTEXT", "h1", 9092, SecurityProtocol("PLAINTEXT"))
+SSL = EndPoint("SSL", "h1", 9093, SecurityProtocol("SSL"))
+INTERNAL = EndPoint("INTERNAL", "10.0.0.1", 9094, SecurityProtocol("SASL_PLAINTEXT"))
 
 
 def fields(data: bytes) -> dict:
@@ -77,7 +77,8 @@ def test_broker_registration_v5_fields():
 
 
 def test_broker_registration_without_plaintext_or_rack():
-    got = fields(zd.BrokerInfo(2, [SSL, EndPoint("V6", "SSL", "::1", 9095), EndPoint("ANY", "SSL", None, 9096)])
+    v6, anywhere = EndPoint("V6", "::1", 9095, SecurityProtocol.SSL), EndPoint("ANY", None, 9096, SecurityProtocol.SSL)
+    got = fields(zd.BrokerInfo(2, [SSL, v6, anywhere])
                  .encode(timestamp_ms=5))
     assert got["host"] is None and got["port"] == -1
     assert "rack" not in got
@@ -86,7 +87,8 @@ def test_broker_registration_without_plaintext_or_rack():
 
 
 def test_broker_registration_round_trip_and_timestamp_now():
-    info = zd.BrokerInfo(7, [PLAIN, EndPoint("V6", "SSL", "::1", 9095), EndPoint("ANY", "SSL", None, 9096)],
+    v6, anywhere = EndPoint("V6", "::1", 9095, SecurityProtocol.SSL), EndPoint("ANY", None, 9096, SecurityProtocol.SSL)
+    info = zd.BrokerInfo(7, [PLAIN, v6, anywhere],
                          rack="r", features={"f": zd.VersionRange(0, 3)})
     back = zd.BrokerInfo.decode(7, info.encode())
     assert back.endpoints == info.endpoints and back.rack == "r" and back.features == {"f": (0, 3)}
@@ -96,7 +98,7 @@ def test_broker_registration_round_trip_and_timestamp_now():
 def test_broker_registrations_of_every_version_decode():
     # v1 (0.8): host/port only, read as one PLAINTEXT endpoint
     v1 = zd.BrokerInfo.decode(1, b'{"jmx_port":-1,"timestamp":"1","host":"old","version":1,"port":9092}')
-    assert v1.endpoints == (EndPoint("PLAINTEXT", "PLAINTEXT", "old", 9092),) and v1.version == 1
+    assert v1.endpoints == (EndPoint("PLAINTEXT", "old", 9092, SecurityProtocol("PLAINTEXT")),) and v1.version == 1
     # v2/v3: endpoints named by security protocol, no map
     v3 = zd.BrokerInfo.decode(2, b'{"rack":"dc1","endpoints":["PLAINTEXT://a:1","SSL://a:2"],"jmx_port":7,'
                                  b'"host":"a","port":1,"version":3,"timestamp":"1"}')
@@ -107,7 +109,8 @@ def test_broker_registrations_of_every_version_decode():
                                  b'"listener_security_protocol_map":{"CLIENT":"SASL_SSL","REPL":"PLAINTEXT"},'
                                  b'"endpoints":["CLIENT://c:9092","REPL://:9093"],"jmx_port":-1,"port":-1,'
                                  b'"host":null,"version":5,"timestamp":"1700000000000","some_future_key":[1]}')
-    assert v5.endpoints == (EndPoint("CLIENT", "SASL_SSL", "c", 9092), EndPoint("REPL", "PLAINTEXT", None, 9093))
+    assert v5.endpoints == (EndPoint("CLIENT", "c", 9092, SecurityProtocol.SASL_SSL),
+                            EndPoint("REPL", None, 9093, SecurityProtocol.PLAINTEXT))
     assert v5.features == {"metadata.version": (1, 20)} and v5.rack is None and v5.timestamp_ms == 1700000000000
 
 
@@ -117,9 +120,9 @@ def test_broker_registrations_of_every_version_decode():
     (b'{"version":5,"endpoints":[]}', "jmx_port"),
     (b'{"version":0,"jmx_port":-1,"endpoints":[]}', "unsupported version"),
     (b'{"version":4,"jmx_port":-1,"endpoints":["CLIENT://c:1"],"listener_security_protocol_map":{}}',
-     "no security protocol defined for listener CLIENT"),
-    (b'{"version":2,"jmx_port":-1,"endpoints":["CLIENT://c:1"]}', "no security protocol"),
-    (b'{"version":4,"jmx_port":-1,"endpoints":["nonsense"]}', "unable to parse"),
+     "No security protocol defined for listener CLIENT"),
+    (b'{"version":2,"jmx_port":-1,"endpoints":["CLIENT://c:1"]}', "No security protocol"),
+    (b'{"version":4,"jmx_port":-1,"endpoints":["nonsense"]}', "Unable to parse"),
     (b'{"version":"5","jmx_port":-1,"endpoints":[]}', "'version' must be an integer"),
     (b'{"version":5,"jmx_port":true,"endpoints":[]}', "'jmx_port' must be an integer"),
     (None, "holds no data"),

@@ -20,7 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..config import EndPoint
+from ..configdef import ConfigError
+from ..endpoint import EndPoint, SecurityProtocol, connection_string
+from ..endpoint import parse_endpoint as _parse_endpoint
 from ..leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, LeaderRecoveryState
 
 # ZooKeeper's "any version" for conditional writes, and Kafka's marker for "no such znode".
@@ -296,33 +298,15 @@ def decode_controller_epoch(data: bytes | None) -> int:
 
 # -- /brokers/ids/<id> -------------------------------------------------------------------------
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_ENDPOINT_RE = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
-
-
-def endpoint_connection_string(ep: EndPoint) -> str:
-    """`LISTENER://host:port`, an IPv6 host in brackets, `LISTENER://:port` for no host."""
-    if ep.host is None:
-        return f"{ep.listener_name}://:{ep.port}"
-    host = f"[{ep.host}]" if ":" in ep.host else ep.host
-    return f"{ep.listener_name}://{host}:{ep.port}"
-
-
 def parse_endpoint(text: str, protocol_map: Mapping[str, str] | None, what: str = "endpoint") -> EndPoint:
-    """Kafka's EndPoint.createEndPoint. Without a listener-to-protocol map (registrations before
+    """An endpoint string of a registration. Without a listener-to-protocol map (registrations before
     version 4) the listener name must itself be a security protocol."""
-    m = _ENDPOINT_RE.fullmatch(text) if isinstance(text, str) else None
-    if not m:
-        raise ZkDataError(f"{what}: unable to parse {text!r} to a broker endpoint")
-    listener = m.group(1).upper()
-    protocols = protocol_map if protocol_map is not None else {p: p for p in SECURITY_PROTOCOLS}
-    protocol = protocols.get(listener)
-    if protocol not in SECURITY_PROTOCOLS:
-        raise ZkDataError(f"{what}: no security protocol defined for listener {listener}")
-    port = int(m.group(3)) if len(m.group(3)) <= 11 else INT64_MAX
-    if not INT32_MIN <= port <= INT32_MAX:
-        raise ZkDataError(f"{what}: port {m.group(3)} out of range")
-    return EndPoint(listener, protocol, m.group(2) or None, port)
+    protocols = protocol_map if protocol_map is not None else {p.value: p.value for p in SecurityProtocol}
+    try:
+        return _parse_endpoint(text, {k: v for k, v in protocols.items() if v in SecurityProtocol.__members__},
+                               what)
+    except ConfigError as e:
+        raise ZkDataError(f"{what}: {e}") from None
 
 
 class VersionRange(NamedTuple):
@@ -362,7 +346,7 @@ class BrokerInfo:
             "port": plain.port if plain else -1,
             "jmx_port": self.jmx_port,
             "timestamp": str(_now_ms() if timestamp_ms is None else timestamp_ms),
-            "endpoints": [endpoint_connection_string(e) for e in self.endpoints],
+            "endpoints": [connection_string(e) for e in self.endpoints],
         }
         if self.rack is not None and self.version >= 3:
             out["rack"] = self.rack
@@ -381,7 +365,7 @@ class BrokerInfo:
         if version < 1:
             raise ZkDataError(f"{what}: unsupported version {version} of a broker registration")
         if version == 1:
-            endpoints = [EndPoint("PLAINTEXT", "PLAINTEXT", obj.string("host", nullable=True), obj.integer("port"))]
+            endpoints = [EndPoint("PLAINTEXT", obj.string("host", nullable=True), obj.integer("port"), SecurityProtocol.PLAINTEXT)]
         else:
             pmap = obj.object("listener_security_protocol_map", None)
             protocols = None if pmap is None else {k: pmap.string(k) for k in pmap.value}
