@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kafka_compat.protocol.records import build_batch  # noqa: E402
 from kafka_compat.storage.log_config import LogConfig  # noqa: E402
-from kafka_compat.storage.log import Log  # noqa: E402
+from kafka_compat.storage.local_log import LocalLog  # noqa: E402
 from kafka_compat.storage.scheduler import Scheduler  # noqa: E402
 
 _BASE_OFFSET = struct.Struct(">q")
@@ -48,7 +48,7 @@ def client_batch(size: int) -> bytearray:
 
 def time_log_appends(directory: str, data: bytearray, count: int) -> tuple[float, float]:
     """(wall seconds, thread CPU seconds) of ``count`` Log.append calls."""
-    lg = Log(directory, LogConfig(), scheduler=Scheduler("bench"))
+    lg = LocalLog(directory, LogConfig(), scheduler=Scheduler("bench"))
     reset = _BASE_OFFSET.pack_into
     append = lg.append
     cpu, start = time.thread_time(), time.perf_counter()
@@ -169,7 +169,7 @@ def bench_lookup(root: str, samples: int) -> tuple:
     directory = os.path.join(root, "lookup-0")
     data = client_batch(1 << 10)
     config = LogConfig(segment_bytes=256 * 1024)
-    lg = Log(directory, config, scheduler=Scheduler("bench"))
+    lg = LocalLog(directory, config, scheduler=Scheduler("bench"))
     while len(lg.segments) < 100:
         _BASE_OFFSET.pack_into(data, 0, 0)
         lg.append(data)
@@ -203,7 +203,7 @@ def bench_recovery(root: str, gib: float) -> tuple:
     directory = os.path.join(root, "recovery-0")
     data = client_batch(16 << 10)
     target = int(gib * (1 << 30))
-    lg = Log(directory, LogConfig(segment_bytes=max(target + (1 << 20), 1 << 20)), scheduler=Scheduler("bench"))
+    lg = LocalLog(directory, LogConfig(segment_bytes=max(target + (1 << 20), 1 << 20)), scheduler=Scheduler("bench"))
     while lg.active_segment.size + len(data) <= target:
         _BASE_OFFSET.pack_into(data, 0, 0)
         lg.append(data)
@@ -211,7 +211,7 @@ def bench_recovery(root: str, gib: float) -> tuple:
     lg.flush()
     lg.close()
     start = time.perf_counter()
-    again = Log(directory, LogConfig(segment_bytes=max(target + (1 << 20), 1 << 20)), scheduler=Scheduler("bench"),
+    again = LocalLog(directory, LogConfig(segment_bytes=max(target + (1 << 20), 1 << 20)), scheduler=Scheduler("bench"),
                 had_clean_shutdown=False, recovery_point=0)
     elapsed = time.perf_counter() - start
     assert again.log_end_offset == lg.log_end_offset

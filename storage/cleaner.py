@@ -29,7 +29,7 @@ from kafka_compat.protocol.records import (
 
 from . import checkpoint
 from .index import INT32_MAX
-from .log import Log
+from .local_log import LocalLog
 from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class CleanerStats:
         self.bytes_read = self.bytes_written = 0
 
 
-def cleanable_range(log_: Log, checkpointed: int | None, now: int, upper_bound: int | None = None):
+def cleanable_range(log_: LocalLog, checkpointed: int | None, now: int, upper_bound: int | None = None):
     """(first_dirty_offset, first_uncleanable_offset), as LogCleanerManager.cleanableOffsets."""
     start = log_.log_start_offset
     first_dirty = start if checkpointed is None else checkpointed
@@ -74,7 +74,7 @@ def cleanable_range(log_: Log, checkpointed: int | None, now: int, upper_bound: 
     return first_dirty, max(first_dirty, min(candidates))
 
 
-def dirty_ratio(log_: Log, first_dirty: int, first_uncleanable: int) -> tuple[float, int]:
+def dirty_ratio(log_: LocalLog, first_dirty: int, first_uncleanable: int) -> tuple[float, int]:
     """(cleanable bytes / total bytes up to the first uncleanable segment, cleanable bytes)."""
     clean = dirty = 0
     for seg in log_.segments:
@@ -104,7 +104,7 @@ class Cleaner:
             raise CleaningAborted("cleaner shutting down")
 
     # -- map ------------------------------------------------------------------------
-    def build_offset_map(self, log_: Log, start: int, end: int) -> OffsetMap:
+    def build_offset_map(self, log_: LocalLog, start: int, end: int) -> OffsetMap:
         offset_map = OffsetMap(self.max_map_entries)
         for seg in log_.segments:
             if seg.next_offset <= start or seg.base_offset >= end:
@@ -129,7 +129,7 @@ class Cleaner:
         return max(seg.next_offset - seg.base_offset, 0)
 
     # -- one round ----------------------------------------------------------------------
-    def clean(self, log_: Log, first_dirty: int, first_uncleanable: int,
+    def clean(self, log_: LocalLog, first_dirty: int, first_uncleanable: int,
               producer_last_offsets: dict[int, int] | None = None) -> tuple[int, CleanerStats]:
         """Compact ``log_`` up to ``first_uncleanable``; returns (next dirty offset, stats)."""
         now = self.clock()
@@ -148,7 +148,7 @@ class Cleaner:
                                 producer_last_offsets, stats)
         return end_offset, stats
 
-    def clean_segments(self, log_: Log, group: list, offset_map: OffsetMap, now: int, legacy_horizon: int,
+    def clean_segments(self, log_: LocalLog, group: list, offset_map: OffsetMap, now: int, legacy_horizon: int,
                        round_end: int, producer_last_offsets: dict, stats: CleanerStats) -> None:
         config = log_.config
         cleaned = LogSegment(log_.dir, group[0].base_offset, config, suffix=CLEANED_SUFFIX, active=False,
@@ -252,7 +252,7 @@ def _records(seg: LogSegment, info):
         return []
 
 
-def last_batches_of_producers(log_: Log) -> dict[int, int]:
+def last_batches_of_producers(log_: LocalLog) -> dict[int, int]:
     """producer id -> last offset of its last batch, from batch headers only."""
     last: dict[int, int] = {}
     for seg in log_.segments:
@@ -262,7 +262,7 @@ def last_batches_of_producers(log_: Log) -> dict[int, int]:
     return last
 
 
-def group_segments(log_: Log, end_offset: int) -> list[list]:
+def group_segments(log_: LocalLog, end_offset: int) -> list[list]:
     """Kafka's groupSegmentsBySize: runs whose log and index sizes fit one segment."""
     config = log_.config
     segments = [s for s in log_.segments if s.base_offset < end_offset]
@@ -291,7 +291,7 @@ def group_segments(log_: Log, end_offset: int) -> list[list]:
 class LogCleaner:
     """The background cleaner thread: picks the dirtiest compacted log and cleans it.
 
-    ``logs_by_dir()`` returns {log dir: [Log, ...]}; the cleaner keeps Kafka's
+    ``logs_by_dir()`` returns {log dir: [LocalLog, ...]}; the cleaner keeps Kafka's
     ``cleaner-offset-checkpoint`` in each log dir.
     """
 

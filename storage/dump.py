@@ -3,7 +3,7 @@
     python -m kafka_compat.storage.dump [--deep-iteration] [--print-data-log] [--verify-index-only]
                            [--index-sanity-check] [--max-bytes N] FILE...
 
-Reads files only (never through a Log), so it works on a broken data directory.
+Reads files only (never through a LocalLog), so it works on a broken data directory.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)(\.s
 
 
 class LoadedLog:
-    """What the loader hands to Log: segments in offset order and the offsets it settled on."""
+    """What the loader hands to LocalLog: segments in offset order and the offsets it settled on."""
 
     def __init__(self, segments, next_offset, recovery_point, log_start_offset, truncated_bytes, dropped):
         self.segments = segments

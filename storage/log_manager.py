@@ -22,7 +22,7 @@ from typing import Callable
 from . import checkpoint
 from .cleaner import LogCleaner
 from .log_config import LogConfig
-from .log import Log
+from .local_log import LocalLog
 from .scheduler import Scheduler
 from .segment import now_ms
 
@@ -44,7 +44,7 @@ class LogManager:
                  topic_config: Callable[[str], LogConfig] | None = None, clock: Callable[[], int] = now_ms,
                  retention_check_interval_ms: int = 300000, flush_check_interval_ms: int = 1000,
                  checkpoint_interval_ms: int = 60000, cleaner_enabled: bool = True, cleaner_backoff_ms: int = 15000,
-                 cleaner_upper_bound: Callable[[Log], int | None] | None = None):
+                 cleaner_upper_bound: Callable[[LocalLog], int | None] | None = None):
         if not log_dirs:
             raise ValueError("log.dirs is empty")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -55,7 +55,7 @@ class LogManager:
         self.flush_check_interval_ms = flush_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.scheduler = Scheduler("kafka-log-manager")
-        self._logs: dict[tuple[str, int], Log] = {}
+        self._logs: dict[tuple[str, int], LocalLog] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
         self.cleaner = LogCleaner(self.logs_by_dir, clock, cleaner_backoff_ms,
@@ -95,7 +95,7 @@ class LogManager:
             tp = parse_partition_dir(name)
             if tp is None:
                 continue
-            lg = Log(path, self._topic_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
+            lg = LocalLog(path, self._topic_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
                      log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
                      scheduler=self.scheduler, clock=self.clock)
             if tp in self._logs:
@@ -107,15 +107,15 @@ class LogManager:
         self._write_checkpoints(directory)
 
     # -- partitions ---------------------------------------------------------------------
-    def get_log(self, topic: str, partition: int) -> Log | None:
+    def get_log(self, topic: str, partition: int) -> LocalLog | None:
         return self._logs.get((topic, partition))
 
     @property
     def logs(self) -> dict:
         return dict(self._logs)
 
-    def logs_by_dir(self) -> dict[str, list[Log]]:
-        result: dict[str, list[Log]] = {d: [] for d in self.log_dirs}
+    def logs_by_dir(self) -> dict[str, list[LocalLog]]:
+        result: dict[str, list[LocalLog]] = {d: [] for d in self.log_dirs}
         for tp, lg in list(self._logs.items()):
             result[self._dir_of[tp]].append(lg)
         return result
@@ -127,14 +127,14 @@ class LogManager:
             counts[d] += 1
         return min(self.log_dirs, key=lambda d: counts[d])
 
-    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> LocalLog:
         with self._lock:
             tp = (topic, partition)
             lg = self._logs.get(tp)
             if lg is not None:
                 return lg
             directory = self.next_log_dir()
-            lg = Log(os.path.join(directory, f"{topic}-{partition}"), config or self._topic_config(topic),
+            lg = LocalLog(os.path.join(directory, f"{topic}-{partition}"), config or self._topic_config(topic),
                      had_clean_shutdown=True, scheduler=self.scheduler, clock=self.clock)
             self._logs[tp] = lg
             self._dir_of[tp] = directory

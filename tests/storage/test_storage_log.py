@@ -1,4 +1,4 @@
-"""Log: append, read as whole-batch file slices, roll conditions, offsets by timestamp, flushing."""
+"""LocalLog: append, read as whole-batch file slices, roll conditions, offsets by timestamp, flushing."""
 
 import os
 import threading
@@ -10,7 +10,7 @@ from logtools import TS, batch, keyed, read_records, read_views
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import build_batch, build_legacy_message_set
 from kafka_compat.storage.fallocate import reserve_past_end
-from kafka_compat.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from kafka_compat.storage.local_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kafka_compat.storage.validator import COORDINATOR
 
 

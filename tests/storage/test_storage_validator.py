@@ -12,7 +12,7 @@ from kafka_compat.protocol.records import (
     LOG_APPEND_TIME, LegacyMessage, RecordBatch, build_batch, build_control_batch, build_legacy_message_set,
 )
 from kafka_compat.storage.log_config import LogConfig
-from kafka_compat.storage.log import Log
+from kafka_compat.storage.local_log import LocalLog
 from kafka_compat.storage.scheduler import Scheduler
 from kafka_compat.storage.validator import COORDINATOR, validate_and_assign
 
@@ -33,7 +33,7 @@ def error_code(request, tmp_path):
         return info.value.error_code
 
     def through_log(data, config=None, **kw) -> int:
-        lg = Log(str(tmp_path / f"t-{len(os.listdir(tmp_path))}"), config or LogConfig(),
+        lg = LocalLog(str(tmp_path / f"t-{len(os.listdir(tmp_path))}"), config or LogConfig(),
                  scheduler=scheduler, clock=lambda: NOW)
         try:
             with pytest.raises(KafkaError) as info:

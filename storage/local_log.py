@@ -1,4 +1,4 @@
-"""Log: one partition's segments, with append, read, roll, flush, retention and truncation.
+"""LocalLog: one partition's segments, with append, read, roll, flush, retention and truncation.
 
 Threads: appends come from one thread (the broker's event loop). Readers, the
 flusher, retention and the cleaner may run anywhere. Structural changes take
@@ -82,7 +82,7 @@ class TimestampAndOffset(NamedTuple):
     leader_epoch: int | None
 
 
-class Log:
+class LocalLog:
     def __init__(self, directory: str, config: LogConfig | None = None, *, recovery_point: int = 0,
                  log_start_offset: int = 0, had_clean_shutdown: bool = False,
                  scheduler: Scheduler | None = None, clock: Callable[[], int] = now_ms):
@@ -545,6 +545,6 @@ class Log:
         os.rmdir(self.dir)
 
     def __repr__(self):
-        return (f"Log({self.name}, start={self.log_start_offset}, end={self.next_offset}, "
+        return (f"LocalLog({self.name}, start={self.log_start_offset}, end={self.next_offset}, "
                 f"segments={len(self.segments)})")
 
