@@ -24,7 +24,12 @@ import threading
 
 from kafka_compat.protocol.compression import NONE
 from kafka_compat.protocol.records import (
-    LOG_APPEND_TIME, CorruptRecordError, LegacyMessage, RecordBatch, build_batch, build_legacy_message_set,
+    LOG_APPEND_TIME,
+    CorruptRecordError,
+    LegacyMessage,
+    RecordBatch,
+    build_batch,
+    build_legacy_message_set,
 )
 
 from . import checkpoint

@@ -13,11 +13,15 @@ import os
 import struct
 import sys
 
+from kafka_compat.protocol.batch_header import crc_valid
 from kafka_compat.protocol.records import (
-    CorruptRecordError, LegacyMessage, RecordBatch, control_record_type, end_transaction_marker,
+    CorruptRecordError,
+    LegacyMessage,
+    RecordBatch,
+    control_record_type,
+    end_transaction_marker,
 )
 
-from kafka_compat.protocol.batch_header import crc_valid
 from .file_records import read_batch_header
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 

@@ -39,6 +39,7 @@ from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.records import batches
 from kafka_compat.server.broker import Broker
+from kafka_compat.storage.fetch_data_info import FetchIsolation
 import kafka_compat.server.handlers  # noqa: F401  (registers the handlers)
 from kafka_compat.testing import EmbeddedBroker
 
@@ -169,7 +170,7 @@ async def until(predicate, what: str):
 def offsets_log_records(b, group: str) -> list[tuple[bytes, bytes | None]]:
     """Every (key, value) of the group's `__consumer_offsets` partition, in log order."""
     part = b.replicas.get(GROUP_METADATA_TOPIC_NAME, b.group_coordinator.partition_for(group))
-    data = part.log.read(0, 1 << 30).read_bytes()
+    data = part.log.read(0, 1 << 30, FetchIsolation.LOG_END, True).records.read_bytes()
     return [(bytes(r.key), None if r.value is None else bytes(r.value))
             for batch in batches(data) for r in batch.records()]
 

@@ -16,6 +16,7 @@ import asyncio
 import logging
 from typing import Callable
 
+from kafka_compat.storage.fetch_data_info import FetchIsolation
 from kafka_compat.storage.validator import COORDINATOR
 
 from ..protocol.errors import ErrorCode, KafkaError
@@ -98,7 +99,7 @@ def read_offsets_partition(log_, load_buffer_size: int):
     position = log_.log_start_offset
     end = log_.log_end_offset
     while position < end:
-        data = log_.read(position, load_buffer_size, upper_bound=end).read_bytes()
+        data = log_.read(position, load_buffer_size, FetchIsolation.LOG_END, True).records.read_bytes()
         if not data:
             break
         for batch in batches(data):
@@ -205,7 +206,7 @@ class GroupMetadataManager:
             return ErrorCode.NOT_COORDINATOR
         batch = bytearray(build_batch(records, compression=self.compression))
         try:
-            partition.log.append(batch, partition.leader_epoch, origin=COORDINATOR)
+            partition.log.append_as_leader(batch, partition.leader_epoch, origin=COORDINATOR)
         except KafkaError as e:
             log.warning("appending to %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, partition.index, e)
             return e.error_code

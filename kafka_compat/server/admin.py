@@ -368,12 +368,11 @@ def _producers(broker, name: str, index: int, topic_error) -> DescribeProducersR
     if partition is None:
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out
-    for pid, entry in partition.producers.describe():
-        last = entry.batches[-1] if entry.batches else None
+    for pid, entry in partition.log.producer_state_manager.active_producers().items():
         out.active_producers.append(DescribeProducersResponse.ProducerState(
-            producer_id=pid, producer_epoch=entry.epoch, last_sequence=entry.last_seq,
-            last_timestamp=last.timestamp if last else -1, coordinator_epoch=-1,
-            current_txn_start_offset=-1))
+            producer_id=pid, producer_epoch=entry.producer_epoch, last_sequence=entry.last_seq,
+            last_timestamp=entry.last_timestamp, coordinator_epoch=entry.coordinator_epoch,
+            current_txn_start_offset=entry.current_txn_first_offset))
     return out
 
 

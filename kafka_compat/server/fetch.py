@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 
+from kafka_compat.storage.fetch_data_info import FetchIsolation
+
 from ..protocol.convert import down_convert
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.fetch import FetchResponse
@@ -78,8 +80,10 @@ class FetchPlan:
                 if p.fetch_offset < partition.log.log_start_offset or p.fetch_offset > partition.log.log_end_offset:
                     return 1 << 30              # an error to report: answer now
                 if bound > p.fetch_offset:
+                    isolation = FetchIsolation.TXN_COMMITTED if committed else FetchIsolation.HIGH_WATERMARK
                     try:
-                        total += partition.log.read(p.fetch_offset, p.partition_max_bytes, bound).size
+                        total += partition.log.read(p.fetch_offset, p.partition_max_bytes, isolation,
+                                                    True).records.size
                     except KafkaError:
                         return 1 << 30
         return total
@@ -114,11 +118,11 @@ class FetchPlan:
                 if code:
                     pd.error_code = code
                     continue
-                bound = pd.last_stable_offset if committed else hw
+                isolation = FetchIsolation.TXN_COMMITTED if committed else FetchIsolation.HIGH_WATERMARK
                 limit = min(p.partition_max_bytes, remaining)
                 try:
-                    result = log.read(p.fetch_offset, max(limit, 0), bound,
-                                      min_one_message=remaining == req.max_bytes or v < 3)
+                    result = log.read(p.fetch_offset, max(limit, 0), isolation,
+                                      remaining == req.max_bytes or v < 3).records
                 except KafkaError as e:
                     pd.error_code = e.error_code
                     continue

@@ -13,7 +13,7 @@ from ..protocol.compression import ZSTD
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.init_producer_id import InitProducerIdResponse
 from ..protocol.messages.produce import ProduceResponse
-from ..protocol.batch_header import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, MAGIC_OFFSET, producer_fields
+from ..protocol.batch_header import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, MAGIC_OFFSET
 from .registry import CloseConnection, handles
 
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
@@ -40,26 +40,15 @@ def append_partition(broker, topic: str, index: int, records, version: int) -> P
     code = _legacy_ok(records, version)
     if code:
         return _failed(index, code)
-    header = producer_fields(records)
-    if header is not None:
-        try:
-            duplicate = partition.producers.check(header)
-        except KafkaError as e:
-            return _failed(index, e.error_code, str(e))
-        if duplicate is not None:       # a retry of a batch we already have: its original offsets
-            return PartitionProduceResponse(index=index, base_offset=duplicate.first_offset,
-                                            log_start_offset=partition.log.log_start_offset)
     try:
-        result = partition.log.append(records, partition.leader_epoch)
+        result = partition.log.append_as_leader(records, partition.leader_epoch)
     except KafkaError as e:
         out = _failed(index, e.error_code, str(e) or None)
         out.record_errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                              for i, m in e.record_errors]
         return out
-    if header is not None:
-        partition.producers.update(header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence,
-                                   result.first_offset, result.last_offset, result.max_timestamp)
-    broker.replicas.appended(partition)
+    if not result.duplicate:            # a retry is answered with the offsets its batch already has
+        broker.replicas.appended(partition)
     return PartitionProduceResponse(index=index, base_offset=result.first_offset,
                                     log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)
 

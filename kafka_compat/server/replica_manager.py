@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from kafka_compat.storage.log_config import _DEFS as _LOG_DEFS, LogConfig
 from kafka_compat.storage.log_manager import LogManager
+from kafka_compat.storage.unified_log import UnifiedLog
 
 from ..config import validate_topic_configs
 from ..protocol.errors import ErrorCode
 from ..purgatory import DelayedOperationPurgatory
-from .producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
 LOG_CONFIG_NAMES = frozenset(_LOG_DEFS)
@@ -34,22 +34,21 @@ class PartitionState:
 class Partition:
     """One hosted partition: its log and what Kafka keeps beside it."""
 
-    def __init__(self, topic: str, index: int, log: Log, node_id: int):
+    def __init__(self, topic: str, index: int, log: UnifiedLog, node_id: int):
         self.topic = topic
         self.index = index
         self.log = log
         self.leader_epoch = 0
         self.state = PartitionState(node_id, 0, (node_id,), (node_id,))
-        self.producers = ProducerStateManager()
         self.key = (topic, index)   # purgatory key, built once: every append wakes fetches under it
 
     @property
     def high_watermark(self) -> int:
-        return self.log.log_end_offset
+        return self.log.high_watermark
 
     @property
     def last_stable_offset(self) -> int:
-        return self.producers.last_stable_offset(self.high_watermark)
+        return self.log.last_stable_offset
 
 
 class ReplicaManager:
@@ -73,7 +72,8 @@ class ReplicaManager:
             retention_check_interval_ms=cfg["log.retention.check.interval.ms"],
             flush_check_interval_ms=flush_check,
             checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
-            cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"])
+            cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"],
+            producer_id_expiration_ms=cfg["producer.id.expiration.ms"])
         # Loading recovers logs after an unclean shutdown: keep that off the event loop.
         await asyncio.to_thread(self.logs.startup)
         for topic in list(self.broker.topics.topics.values()):
@@ -115,7 +115,7 @@ class ReplicaManager:
                 continue
             partition = Partition(topic.name, index, self.logs.get_or_create_log(topic.name, index, config),
                                   self.broker.node_id)
-            partition.producers.rebuild(partition.log)
+            partition.log.update_high_watermark(partition.log.log_end_offset)   # the only replica
             self.partitions[key] = partition
 
     def remove_topic(self, topic) -> None:
@@ -151,5 +151,6 @@ class ReplicaManager:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def appended(self, partition: Partition) -> None:
-        """New data: wake fetches waiting on this partition."""
+        """New data: the high watermark follows the log end (the only replica), fetches wake."""
+        partition.log.maybe_increment_high_watermark(partition.log.log_end_offset_metadata)
         self.fetch_purgatory.check_and_complete(partition.key)

@@ -5,6 +5,9 @@ import os
 
 import pytest
 from kafka_compat.storage import checkpoint
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.log_manager import LogManager
+from logtools import append_committed, batch, read_records
 
 GARBAGE = [
     b"\xff\xfe\x00\x81garbage",          # not UTF-8 at all
@@ -53,3 +56,24 @@ def test_read_entries_tells_absent_from_empty_and_malformed(tmp_path):
     path.write_bytes(b"0\n2\n5\nsix\n")
     with pytest.raises(checkpoint.MalformedCheckpoint):
         checkpoint.read_entries(str(path), int)
+
+
+@pytest.mark.parametrize("name", [checkpoint.RECOVERY_POINT_CHECKPOINT, checkpoint.LOG_START_OFFSET_CHECKPOINT,
+                                  checkpoint.CLEANER_OFFSET_CHECKPOINT])
+def test_a_broker_with_garbage_checkpoints_starts_and_recovers(tmp_path, clock, name):
+    dirs = [str(tmp_path / "d0")]
+    m = LogManager(dirs, LogConfig(segment_bytes=400), clock=clock, cleaner_enabled=False)
+    m.startup(background=False)
+    lg = m.get_or_create_log("t", 0)
+    for _ in range(10):
+        append_committed(lg, batch(2, value=b"x" * 30))
+    m.shutdown()
+    with open(os.path.join(dirs[0], name), "wb") as f:
+        f.write(b"\xc3\x28\xa0\xa1 not a checkpoint \xff")
+    m2 = LogManager(dirs, LogConfig(segment_bytes=400), clock=clock, cleaner_enabled=False)
+    m2.startup(background=False)
+    lg2 = m2.get_log("t", 0)
+    assert lg2.log_end_offset == 20
+    assert [r.offset for r in read_records(lg2)] == list(range(20))
+    m2.shutdown()
+    assert checkpoint.read_offsets(os.path.join(dirs[0], checkpoint.RECOVERY_POINT_CHECKPOINT)) == {("t", 0): 20}

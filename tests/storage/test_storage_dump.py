@@ -6,12 +6,12 @@ import struct
 import subprocess
 import sys
 
+from kafka_compat.storage.dump import main
+from kafka_compat.storage.validator import COORDINATOR
 from logtools import TS, keyed
 
 from kafka_compat.protocol.compression import GZIP
 from kafka_compat.protocol.records import build_control_batch, build_legacy_message_set
-from kafka_compat.storage.dump import main
-from kafka_compat.storage.validator import COORDINATOR
 
 
 def run(*argv):
@@ -22,11 +22,11 @@ def run(*argv):
 
 def make(make_log):
     lg = make_log(index_interval_bytes=100)
-    lg.append(keyed([(b"a", b"1"), (b"b", None)], producer_id=4, producer_epoch=1, base_sequence=0))
-    lg.append(keyed([(b"c", b"33")], ts=TS + 7, compression=GZIP))
-    lg.append(bytearray(build_legacy_message_set([(b"x", b"y", (), TS + 9)], magic=1)))
-    lg.append(bytearray(build_control_batch(1, producer_id=4, producer_epoch=1, coordinator_epoch=3,
-                                            timestamp=TS + 10)), origin=COORDINATOR)
+    lg.append_as_leader(keyed([(b"a", b"1"), (b"b", None)], producer_id=4, producer_epoch=1, base_sequence=0), 0)
+    lg.append_as_leader(keyed([(b"c", b"33")], ts=TS + 7, compression=GZIP), 0)
+    lg.append_as_leader(bytearray(build_legacy_message_set([(b"x", b"y", (), TS + 9)], magic=1)), 0)
+    lg.append_as_leader(bytearray(build_control_batch(1, producer_id=4, producer_epoch=1, coordinator_epoch=3,
+                                            timestamp=TS + 10)), 0, origin=COORDINATOR)
     lg.close()
     return os.path.join(lg.dir, "00000000000000000000")
 
@@ -43,7 +43,7 @@ def test_batch_lines(make_log):
     assert lines[2].endswith("magic: 2 compresscodec: none crc: " + lines[2].split("crc: ")[1].split()[0]
                              + " isvalid: true")
     assert "compresscodec: gzip" in lines[3] and f"CreateTime: {TS + 7}" in lines[3]
-    assert lines[4].startswith(f"offset: 3 position: ") and "magic: 1" in lines[4]
+    assert lines[4].startswith("offset: 3 position: ") and "magic: 1" in lines[4]
     assert "isControl: true" in lines[5] and "isTransactional: true" in lines[5]
     assert len(lines) == 6 and err == []
 
@@ -52,7 +52,8 @@ def test_deep_iteration_and_data(make_log):
     prefix = make(make_log)
     lines, _ = run("--deep-iteration", "--print-data-log", prefix + ".log")
     records = [line for line in lines if line.startswith("|")]
-    assert records[0] == f"| offset: 0 CreateTime: {TS} keySize: 1 valueSize: 1 sequence: 0 headerKeys: [] key: a payload: 1"
+    assert records[0] == \
+        f"| offset: 0 CreateTime: {TS} keySize: 1 valueSize: 1 sequence: 0 headerKeys: [] key: a payload: 1"
     assert records[1] == f"| offset: 1 CreateTime: {TS} keySize: 1 valueSize: -1 sequence: 1 headerKeys: [] key: b"
     assert records[3] == f"| offset: 3 CreateTime: {TS + 9} keySize: 1 valueSize: 1 key: x payload: y"
     assert records[4].endswith("endTxnMarker: COMMIT coordinatorEpoch: 3")

@@ -12,6 +12,7 @@ from kafka_compat.storage.leader_epoch_cache import (
     EpochEntry,
     LeaderEpochFileCache,
 )
+from logtools import append_committed, batch, read_views
 
 
 def checkpoint_bytes(directory) -> bytes:
@@ -129,3 +130,76 @@ def test_truncations_are_written_in_the_background_when_there_is_a_scheduler(tmp
     cache.truncate_from_end(3)
     cache.flush()                            # a clean close writes what is pending
     assert checkpoint_bytes(tmp_path) == b"0\n0\n"
+
+
+def test_appends_stamp_the_leader_epoch_and_record_where_it_began(make_log):
+    lg = make_log()
+    append_committed(lg, batch(3), 5)
+    append_committed(lg, batch(2), 5)
+    append_committed(lg, batch(1), 8)
+    assert [v.partition_leader_epoch for v in read_views(lg)] == [5, 5, 8]
+    assert lg.leader_epoch_cache.entries == [EpochEntry(5, 0), EpochEntry(8, 5)]
+    assert checkpoint_bytes(lg.dir) == b"0\n2\n5 0\n8 5\n"
+    assert lg.latest_epoch == 8
+    assert lg.end_offset_for_epoch(5) == (5, 5)
+    assert lg.end_offset_for_epoch(8) == (8, 6)
+    assert lg.end_offset_for_epoch(2) == (2, 0)
+    assert lg.end_offset_for_epoch(9) is None
+
+
+def test_the_same_epoch_writes_no_checkpoint(make_log):
+    lg = make_log()
+    append_committed(lg, batch(1), 3)
+    inode = os.stat(os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT)).st_ino
+    for _ in range(20):
+        append_committed(lg, batch(1), 3)
+    assert os.stat(os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT)).st_ino == inode
+
+
+def test_maybe_assign_epoch_start_offset_before_any_append(make_log):
+    lg = make_log()
+    append_committed(lg, batch(4), 1)
+    lg.maybe_assign_epoch_start_offset(2, lg.log_end_offset)   # what a new leader does
+    assert lg.end_offset_for_epoch(1) == (1, 4)
+    append_committed(lg, batch(1), 2)
+    assert lg.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(2, 4)]
+
+
+DAMAGE = [None, b"", b"\xff\xd8 not text", b"0\n3\n1 0\n", b"7\n1\n1 0\n", b"0\n1\n-1 0\n", b"0\n1\n1 0 9\n"]
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_missing_or_damaged_file_is_rebuilt_from_the_batches(make_log, damage):
+    lg = make_log("t-0", segment_bytes=300)
+    for epoch in (0, 0, 2, 2, 2, 5, 9, 9):
+        append_committed(lg, batch(2, value=b"z" * 40), epoch)
+    assert len(lg.segments) > 2
+    expected = [EpochEntry(0, 0), EpochEntry(2, 4), EpochEntry(5, 10), EpochEntry(9, 12)]
+    assert lg.leader_epoch_cache.entries == expected
+    lg.close()
+    path = os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT)
+    if damage is None:
+        os.unlink(path)
+    else:
+        with open(path, "wb") as f:
+            f.write(damage)
+    again = make_log("t-0", segment_bytes=300, had_clean_shutdown=True)
+    if damage == b"":
+        # an empty file is a valid empty checkpoint (Kafka writes one for a new log): nothing to rebuild
+        assert again.leader_epoch_cache.entries == []
+        return
+    assert again.leader_epoch_cache.entries == expected
+    assert checkpoint_bytes(again.dir) == b"0\n4\n0 0\n2 4\n5 10\n9 12\n"
+
+
+def test_loading_drops_epochs_beyond_the_log_end_and_below_its_start(make_log):
+    lg = make_log("t-0", segment_bytes=300)
+    for epoch in (1, 1, 3, 3, 3, 3):
+        append_committed(lg, batch(2, value=b"z" * 40), epoch)
+    lg.maybe_increment_log_start_offset(2)
+    lg.close()
+    # a leader that wrote its epoch but crashed before any batch of it reached the log
+    with open(os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT), "wb") as f:
+        f.write(b"0\n3\n1 0\n3 4\n6 12\n")
+    again = make_log("t-0", segment_bytes=300, log_start_offset=2, had_clean_shutdown=True)
+    assert again.leader_epoch_cache.entries == [EpochEntry(1, 2), EpochEntry(3, 4)]
