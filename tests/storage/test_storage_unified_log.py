@@ -7,7 +7,7 @@ from kafka_compat.storage.leader_epoch_cache import EpochEntry
 from kafka_compat.storage.local_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafka_compat.storage.log_offset_metadata import LogOffsetMetadata
 from kafka_compat.storage.validator import COORDINATOR
-from logtools import TS, append_committed, batch, read_bytes
+from logtools import TS, append_committed, batch, keyed, read_bytes, read_views
 
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import ControlRecordType, batches, build_batch, build_control_batch
@@ -250,3 +250,41 @@ def visible_to_read_committed(data, aborted):
             continue
         kept += [r.offset for r in view.records()]
     return kept
+
+
+def test_compaction_stops_at_the_last_stable_offset(make_log, clock):
+    from kafka_compat.storage.cleaner import Cleaner
+    lg = make_log(cleanup_policy="compact", segment_bytes=400)
+    for i in range(6):
+        append_committed(lg, keyed([(b"k", b"%d" % i + b"x" * 60)]))
+    append_committed(lg, txn(1, pid=9))                              # an open transaction
+    for i in range(6):
+        append_committed(lg, keyed([(b"k", b"later%d" % i + b"x" * 60)]))
+    open_at = lg.last_stable_offset
+    assert open_at == 6 and len(lg.segments) > 3
+    end, _ = Cleaner(clock).clean(lg, 0, lg.active_segment.base_offset)
+    assert end <= open_at
+    kept = [r.offset for v in read_views(lg) for r in v.records()]
+    assert [o for o in kept if o >= open_at] == list(range(open_at, lg.log_end_offset))
+
+
+def test_compaction_keeps_markers_aborted_transaction_indexes_and_committed_values(make_log, clock):
+    from kafka_compat.storage.cleaner import Cleaner
+    lg = make_log(cleanup_policy="compact", segment_bytes=500)
+    append_committed(lg, keyed([(b"k", b"committed")]))                      # 0
+    aborted = bytearray(build_batch([(b"k", b"aborted", (), TS)], producer_id=4, producer_epoch=0,
+                                    base_sequence=0, is_transactional=True))
+    append_committed(lg, aborted)                                            # 1
+    append_committed(lg, end_txn(ControlRecordType.ABORT, 4), origin=COORDINATOR)   # 2
+    for i in range(8):
+        append_committed(lg, keyed([(b"f%d" % i, b"x" * 80)]))
+    marker_segment = lg.segment_for(2)
+    assert [t.first_offset for t in marker_segment.txn_index.all_aborted_txns()] == [1]
+    Cleaner(clock).clean(lg, 0, lg.active_segment.base_offset)
+    views = read_views(lg)
+    assert any(v.is_control for v in views)
+    assert [t.first_offset for t in lg.segment_for(2).txn_index.all_aborted_txns()] == [1]
+    records = {r.offset: bytes(r.value) for v in views if not v.is_control for r in v.records()}
+    assert records[0] == b"committed"                  # the aborted value did not shadow it
+    info = lg.read(0, 1 << 20, TXN_COMMITTED, True)
+    assert [(t.producer_id, t.first_offset) for t in info.aborted_transactions] == [(4, 1)]
