@@ -12,6 +12,7 @@ import os
 import time
 
 from kafka_compat.protocol.batch_header import (
+    CONTROL_FLAG_MASK,
     HEADER_SIZE_UP_TO_MAGIC,
     MAGIC_OFFSET,
     NO_TIMESTAMP,
@@ -282,7 +283,9 @@ class LogSegment:
         A batch is valid when its header parses, it fits in the file, its checksum matches,
         and its offsets increase and fit this segment. Returns the number of bytes cut. The
         transaction index is emptied: it needs the producer state before this segment, so
-        UnifiedLog rebuilds it when it replays the recovered batches.
+        UnifiedLog rebuilds it when it replays the recovered batches, which it does only when
+        ``recovered_markers`` says there is an index to rebuild. ``recovered_epochs`` lists
+        (leader epoch, first offset) where the batches' epoch went up, for the epoch cache.
         """
         self.offset_index.reset()
         self.time_index.reset()
@@ -291,6 +294,7 @@ class LogSegment:
         file_size = os.fstat(self.fd).st_size
         valid = last_index_entry = 0
         prev_last = self.base_offset - 1
+        epochs, latest_epoch, markers = [], -1, False
         position, chunk = 0, b""
         while True:
             at = valid - position
@@ -323,6 +327,11 @@ class LogSegment:
                 break
             if info.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = info.max_timestamp, info.last_offset
+            if info.partition_leader_epoch > latest_epoch and info.magic >= 2:
+                latest_epoch = info.partition_leader_epoch
+                epochs.append((latest_epoch, info.base_offset))
+            if info.attributes & CONTROL_FLAG_MASK and info.magic >= 2:
+                markers = True
             if valid - last_index_entry > self.index_interval_bytes:
                 self.offset_index.append(info.last_offset, valid)
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
@@ -336,6 +345,7 @@ class LogSegment:
             release_past_end(self.fd, valid)   # blocks an unclean shutdown left reserved
         self.size = self._reserved_to = valid
         self.next_offset = prev_last + 1
+        self.recovered_epochs, self.recovered_markers = epochs, markers
         self.bytes_since_last_index_entry = valid - last_index_entry
         self.rolling_based_timestamp = None
         if self.max_timestamp_so_far >= 0:

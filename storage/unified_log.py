@@ -149,21 +149,25 @@ class UnifiedLog:
         cache = self.leader_epoch_cache
         if not cache.loaded and end > start:
             self._rebuild_leader_epochs()
+        recovered = [s for s in local.segments if s.base_offset in set(local.recovered_on_load)]
+        cache.assign_all(e for s in recovered for e in s.recovered_epochs
+                         if cache.latest_epoch is None or e[0] > cache.latest_epoch)
         cache.truncate_from_end(end)
         cache.truncate_from_start(start)
-        recovered = local.recovered_on_load
+        # Recovery emptied the transaction indexes it rebuilt; the ones of segments holding
+        # markers are written again by replaying from a snapshot at or below them.
+        rebuild = {s.base_offset for s in recovered if s.recovered_markers}
         psm = self.producer_state_manager
         had_snapshot = psm.latest_snapshot_offset() is not None
-        replay_from = psm.truncate_and_reload(start, end, self._clock(),
-                                              min(recovered) if recovered else None)
-        if not had_snapshot and had_clean_shutdown and not recovered:
+        replay_from = psm.truncate_and_reload(start, end, self._clock(), min(rebuild) if rebuild else None)
+        if not had_snapshot and had_clean_shutdown and not rebuild:
             # Kafka's upgrade case: a cleanly closed log without snapshots is not scanned; the
             # state starts empty from here.
             if end > start:
                 psm.take_snapshot(end)
             return
         if replay_from < end:
-            self._replay(replay_from, end, set(recovered))
+            self._replay(replay_from, end, rebuild)
             psm.take_snapshot(end)
 
     def _rebuild_leader_epochs(self) -> None:
@@ -182,12 +186,10 @@ class UnifiedLog:
     def _replay(self, start: int, end: int, rebuild_txn_index: set) -> None:
         """Apply the producer fields of the batches in [start, end) (Kafka's rebuildProducerState).
 
-        In segments that recovery rebuilt, also write their aborted transactions to the emptied
-        transaction index and add the leader epochs their batches carry, as Kafka's
-        LogSegment.recover does."""
+        In the segments named in ``rebuild_txn_index`` (recovery emptied their transaction
+        indexes) also write the aborted transactions again, as Kafka's LogSegment.recover does."""
         local = self._local
         psm = self.producer_state_manager
-        cache = self.leader_epoch_cache
         segments = local.segments
         first = max(0, bisect.bisect_right([s.base_offset for s in segments], start) - 1)
         for segment in segments[first:]:
@@ -203,12 +205,7 @@ class UnifiedLog:
             for info in segment.batches(position):
                 if info.base_offset >= end:
                     break
-                if info.magic < 2:
-                    continue
-                if recovered and info.partition_leader_epoch >= 0 and (
-                        cache.latest_epoch is None or info.partition_leader_epoch > cache.latest_epoch):
-                    cache.assign(info.partition_leader_epoch, info.base_offset)
-                if info.producer_id < 0:
+                if info.magic < 2 or info.producer_id < 0:
                     continue
                 append_info = psm.prepare_update(info.producer_id, REPLICATION)
                 try:

@@ -203,3 +203,17 @@ def test_loading_drops_epochs_beyond_the_log_end_and_below_its_start(make_log):
         f.write(b"0\n3\n1 0\n3 4\n6 12\n")
     again = make_log("t-0", segment_bytes=300, log_start_offset=2, had_clean_shutdown=True)
     assert again.leader_epoch_cache.entries == [EpochEntry(1, 2), EpochEntry(3, 4)]
+
+
+def test_recovery_adds_the_epochs_of_the_batches_it_checks(make_log):
+    lg = make_log("t-0", segment_bytes=300)
+    for epoch in (1, 1, 3, 3, 4):
+        append_committed(lg, batch(2, value=b"z" * 40), epoch)
+    lg.close()
+    with open(os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT), "wb") as f:
+        f.write(b"0\n1\n1 0\n")                       # a valid file that lacks the later epochs
+    clean = make_log("t-0", segment_bytes=300, had_clean_shutdown=True)
+    assert clean.leader_epoch_cache.entries == [EpochEntry(1, 0)]      # trusted as it is
+    clean.close()
+    recovered = make_log("t-0", segment_bytes=300)     # unclean: every segment is checked
+    assert recovered.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(3, 4), EpochEntry(4, 8)]

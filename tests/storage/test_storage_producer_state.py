@@ -404,3 +404,28 @@ def test_a_log_without_snapshots_closed_cleanly_is_not_scanned(make_log, tmp_pat
     again = make_log("t-0", segment_bytes=400, had_clean_shutdown=True)
     assert again.producer_state_manager.producers == {}
     assert snapshots(again) == [again.log_end_offset]
+
+
+def test_recovering_segments_without_markers_keeps_the_latest_snapshot(make_log):
+    """Recovery only rescans for producer state when a recovered segment holds transaction
+    markers (its .txnindex must be rebuilt); otherwise the snapshot at the log end is used."""
+    lg = make_log(segment_bytes=400)
+    for i in range(6):
+        append_committed(lg, idem(2, seq=2 * i, value=b"x" * 40))
+    lg.close()
+    end = lg.log_end_offset
+    os.unlink(snapshot_path(lg.dir, end))
+    write_snapshot(snapshot_path(lg.dir, end), [ProducerStateEntry(50, 1, 3, TS, -1, [BatchMetadata(3, 2, 1, TS)])])
+    again = make_log("t-0", segment_bytes=400)          # unclean, recovery from offset 0
+    assert sorted(again.producer_state_manager.producers) == [50]
+    again.append_as_leader(marker(ControlRecordType.COMMIT, pid=50, epoch=1, coordinator_epoch=3), 0,
+                           origin=COORDINATOR)
+    again.close()
+    os.unlink(snapshot_path(lg.dir, again.log_end_offset))
+    last_base = lg.segments[-1].base_offset
+    assert last_base < end                               # the marker went into the last segment
+    third = make_log("t-0", segment_bytes=400)           # a recovered segment holds a marker now
+    # replayed from the roll snapshot at that segment's base: producer 7 is back, 50 from the marker
+    producers = third.producer_state_manager.producers
+    assert sorted(producers) == [7, 50] and producers[7].last_seq == end - 1
+    assert producers[50].coordinator_epoch == 3 and last_base in snapshots(third)
