@@ -1,6 +1,7 @@
 """LogConfig: Kafka's topic-level names and defaults."""
 
 import pytest
+
 from kafka_compat.storage.log_config import LONG_MAX, LogConfig
 
 
