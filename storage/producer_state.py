@@ -161,6 +161,17 @@ class TxnMetadata:
         return f"TxnMetadata({self.producer_id}, {self.first_offset}, {self.last_offset})"
 
 
+class ActiveProducer(NamedTuple):
+    """One producer as DescribeProducers reports it (Kafka's UnifiedLog.activeProducers)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int     # -1: no open transaction
+
+
 class CompletedTxn(NamedTuple):
     producer_id: int
     first_offset: int
@@ -442,8 +453,9 @@ class ProducerStateManager:
     def ongoing_transactions(self) -> list[TxnMetadata]:
         return list(self._ongoing.values())
 
-    def active_producers(self) -> dict[int, ProducerStateEntry]:
-        return dict(self.producers)
+    def active_producers(self) -> list[ActiveProducer]:
+        return [ActiveProducer(pid, e.producer_epoch, e.last_seq, e.last_timestamp, e.coordinator_epoch,
+                               e.current_txn_first_offset) for pid, e in self.producers.items()]
 
     def is_empty(self) -> bool:
         return not self.producers and not self._unreplicated

@@ -629,6 +629,11 @@ class UnifiedLog:
         return found
 
     # -- producers ------------------------------------------------------------------------------
+    def active_producers(self) -> list:
+        """DescribeProducers' view of the producer state (ActiveProducer records)."""
+        with self._lock:
+            return self.producer_state_manager.active_producers()
+
     def remove_expired_producers(self, now: int | None = None) -> int:
         with self._lock:
             return self.producer_state_manager.remove_expired_producers(self._clock() if now is None else now)

@@ -368,11 +368,11 @@ def _producers(broker, name: str, index: int, topic_error) -> DescribeProducersR
     if partition is None:
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out
-    for pid, entry in partition.log.producer_state_manager.active_producers().items():
+    for p in partition.log.active_producers():
         out.active_producers.append(DescribeProducersResponse.ProducerState(
-            producer_id=pid, producer_epoch=entry.producer_epoch, last_sequence=entry.last_seq,
-            last_timestamp=entry.last_timestamp, coordinator_epoch=entry.coordinator_epoch,
-            current_txn_start_offset=entry.current_txn_first_offset))
+            producer_id=p.producer_id, producer_epoch=p.producer_epoch, last_sequence=p.last_sequence,
+            last_timestamp=p.last_timestamp, coordinator_epoch=p.coordinator_epoch,
+            current_txn_start_offset=p.current_txn_start_offset))
     return out
 
 

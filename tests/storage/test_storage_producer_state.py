@@ -429,3 +429,13 @@ def test_recovering_segments_without_markers_keeps_the_latest_snapshot(make_log)
     producers = third.producer_state_manager.producers
     assert sorted(producers) == [7, 50] and producers[7].last_seq == end - 1
     assert producers[50].coordinator_epoch == 3 and last_base in snapshots(third)
+
+
+def test_active_producers_as_describe_producers_reports_them(make_log):
+    lg = make_log()
+    append_committed(lg, idem(3, pid=7, epoch=2, ts=TS + 1))
+    append_committed(lg, idem(2, pid=8, txn=True, ts=TS + 2))
+    append_committed(lg, marker(ControlRecordType.ABORT, pid=9, epoch=4, coordinator_epoch=6, ts=TS + 3),
+                     origin=COORDINATOR)
+    assert sorted(lg.active_producers()) == [(7, 2, 2, TS + 1, -1, -1), (8, 0, 1, TS + 2, -1, 3),
+                                             (9, 4, -1, TS + 3, 6, -1)]
