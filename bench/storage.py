@@ -1,9 +1,10 @@
 """Storage benchmarks, side by side in one run:
 
-1. append throughput of Log.append with 1 MiB, 16 KiB and 1 KiB batches against a
+1. append throughput of UnifiedLog.append_as_leader (what a produce runs: validation, offsets,
+   leader epoch, producer state, the write) with 1 MiB, 16 KiB and 1 KiB batches against a
    plain os.write loop of the same bytes to a file (target: at least 70% of it);
 2. p99 time to locate an offset in a 100-segment log (target: at most 50 us), and of
-   a whole Log.read for the same offsets;
+   a whole UnifiedLog.read for the same offsets;
 3. recovery time of a 1 GiB segment after an unclean shutdown.
 
     python bench/storage.py [--dir DIR] [--mib-per-size N] [--recovery-gib G] [--quick] [--floor] [--spread]
@@ -27,10 +28,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kafka_compat.protocol.records import build_batch  # noqa: E402
+from kafka_compat.storage.fetch_data_info import FetchIsolation  # noqa: E402
 from kafka_compat.storage.log_config import LogConfig  # noqa: E402
-from kafka_compat.storage.log import Log  # noqa: E402
 from kafka_compat.storage.scheduler import Scheduler  # noqa: E402
+from kafka_compat.storage.unified_log import UnifiedLog  # noqa: E402
+
+from kafka_compat.protocol.records import build_batch  # noqa: E402
 
 _BASE_OFFSET = struct.Struct(">q")
 
@@ -47,14 +50,15 @@ def client_batch(size: int) -> bytearray:
 
 
 def time_log_appends(directory: str, data: bytearray, count: int) -> tuple[float, float]:
-    """(wall seconds, thread CPU seconds) of ``count`` Log.append calls."""
-    lg = Log(directory, LogConfig(), scheduler=Scheduler("bench"))
+    """(wall seconds, thread CPU seconds) of ``count`` UnifiedLog.append_as_leader calls."""
+    lg = UnifiedLog(directory, LogConfig(), scheduler=Scheduler("bench"))
+    lg.maybe_assign_epoch_start_offset(0, 0)   # done when the partition becomes leader, not per append
     reset = _BASE_OFFSET.pack_into
-    append = lg.append
+    append = lg.append_as_leader
     cpu, start = time.thread_time(), time.perf_counter()
     for _ in range(count):
         reset(data, 0, 0)           # a fresh client frame says BaseOffset 0
-        append(data)
+        append(data, 0)
     elapsed, cpu = time.perf_counter() - start, time.thread_time() - cpu
     lg.close()
     return elapsed, cpu
@@ -78,6 +82,7 @@ def time_floor_appends(path: str, data: bytearray, count: int) -> tuple[float, f
     validation rules, index, roll or flush checks; with --floor it shows how much of the gap to
     os.write is the interpreter's cost of merely touching each batch."""
     import threading
+
     from crc32c import crc32c
     header = struct.Struct(">qi4xbI").unpack_from
     rewrite = struct.Struct(">qi").pack_into
@@ -169,13 +174,13 @@ def bench_lookup(root: str, samples: int) -> tuple:
     directory = os.path.join(root, "lookup-0")
     data = client_batch(1 << 10)
     config = LogConfig(segment_bytes=256 * 1024)
-    lg = Log(directory, config, scheduler=Scheduler("bench"))
+    lg = UnifiedLog(directory, config, scheduler=Scheduler("bench"))
     while len(lg.segments) < 100:
         _BASE_OFFSET.pack_into(data, 0, 0)
-        lg.append(data)
+        lg.append_as_leader(data, 0)
     while lg.active_segment.size < config.segment_bytes // 2:
         _BASE_OFFSET.pack_into(data, 0, 0)
-        lg.append(data)
+        lg.append_as_leader(data, 0)
     rng = random.Random(7)
     offsets = [rng.randrange(lg.log_end_offset) for _ in range(samples)]
     locate, read = [], []
@@ -186,7 +191,7 @@ def bench_lookup(root: str, samples: int) -> tuple:
         info = segment.translate_offset(offset)
         t1 = clock()
         assert info is not None and info.base_offset <= offset <= info.last_offset
-        lg.read(offset, 1 << 20)
+        lg.read(offset, 1 << 20, FetchIsolation.LOG_END, True)
         t2 = clock()
         locate.append(t1 - t0)
         read.append(t2 - t1)
@@ -203,16 +208,17 @@ def bench_recovery(root: str, gib: float) -> tuple:
     directory = os.path.join(root, "recovery-0")
     data = client_batch(16 << 10)
     target = int(gib * (1 << 30))
-    lg = Log(directory, LogConfig(segment_bytes=max(target + (1 << 20), 1 << 20)), scheduler=Scheduler("bench"))
+    lg = UnifiedLog(directory, LogConfig(segment_bytes=max(target + (1 << 20), 1 << 20)),
+                    scheduler=Scheduler("bench"))
     while lg.active_segment.size + len(data) <= target:
         _BASE_OFFSET.pack_into(data, 0, 0)
-        lg.append(data)
+        lg.append_as_leader(data, 0)
     size = lg.active_segment.size
     lg.flush()
     lg.close()
     start = time.perf_counter()
-    again = Log(directory, LogConfig(segment_bytes=max(target + (1 << 20), 1 << 20)), scheduler=Scheduler("bench"),
-                had_clean_shutdown=False, recovery_point=0)
+    again = UnifiedLog(directory, LogConfig(segment_bytes=max(target + (1 << 20), 1 << 20)),
+                       scheduler=Scheduler("bench"), had_clean_shutdown=False, recovery_point=0)
     elapsed = time.perf_counter() - start
     assert again.log_end_offset == lg.log_end_offset
     again.close()
@@ -238,7 +244,7 @@ def main(argv=None) -> int:
     try:
         print(f"storage benchmark: Python {sys.version.split()[0]}, {os.cpu_count()} cpus, dir {root}")
         print()
-        print("Append throughput (Log.append vs os.write of the same bytes; target >= 70%)")
+        print("Append throughput (UnifiedLog.append_as_leader vs os.write of the same bytes; target >= 70%)")
         print(f"{'batch':>7} {'appends':>9} {'Log MiB/s':>10} {'write MiB/s':>12} {'ratio':>6} {'cpu ratio':>9} "
               f"{'us/append':>10} {'us/write':>9} {'cpu us/append':>14} {'cpu us/write':>13}")
         for (label, count, log_rate, raw_rate, ratio, cpu_ratio, us_log, us_raw, cpu_log,
@@ -255,7 +261,7 @@ def main(argv=None) -> int:
         segments, l50, l99, r50, r99 = bench_lookup(root, args.lookups)
         print(f"Offset lookup in a {segments}-segment log (target p99 <= 50 us)")
         print(f"  locate (segment + index + scan): p50 {l50:.1f} us, p99 {l99:.1f} us")
-        print(f"  Log.read up to 1 MiB of slices:  p50 {r50:.1f} us, p99 {r99:.1f} us")
+        print(f"  UnifiedLog.read up to 1 MiB:     p50 {r50:.1f} us, p99 {r99:.1f} us")
         print()
         gib, seconds = bench_recovery(root, args.recovery_gib)
         print(f"Recovery of a {gib:.2f} GiB segment (16 KiB batches, checksums and indexes rebuilt): "

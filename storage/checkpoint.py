@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"   # high watermarks, written by ReplicaManager
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 CURRENT_VERSION = 0
 
@@ -42,33 +43,64 @@ def _write_atomically(path: str, text: str) -> None:
     _fsync_dir(os.path.dirname(path) or ".")
 
 
-def write_offsets(path: str, offsets: dict[tuple[str, int], int]) -> None:
-    lines = [str(CURRENT_VERSION), str(len(offsets))]
-    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
-    _write_atomically(path, "\n".join(lines) + "\n")
+class MalformedCheckpoint(ValueError):
+    """A checkpoint file that does not parse; whoever reads it decides what to trust instead."""
 
 
-def read_offsets(path: str) -> dict[tuple[str, int], int]:
-    """Entries of an offset checkpoint; an absent or malformed file reads as empty (recover all)."""
+def write_entries(path: str, lines: list[str]) -> None:
+    """Kafka's CheckpointFile.write: version, entry count, one line per entry; atomically."""
+    _write_atomically(path, "\n".join([str(CURRENT_VERSION), str(len(lines)), *lines]) + "\n")
+
+
+def read_entries(path: str, parse_line) -> list | None:
+    """Kafka's CheckpointFile.read: the parsed entries, or None when the file is absent.
+
+    An empty file has no entries. Anything else that is not version 0, a count and exactly
+    that many lines ``parse_line`` accepts (it raises ValueError otherwise) raises
+    MalformedCheckpoint, bytes that are not UTF-8 included.
+    """
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        with open(path, "rb") as f:
+            raw = f.read()
     except FileNotFoundError:
-        return {}
+        return None
+    except OSError as exc:   # a directory in its place, no permission
+        raise MalformedCheckpoint(f"unreadable checkpoint {path}: {exc}") from None
     try:
+        lines = raw.decode("utf-8").splitlines()
+        if not lines:
+            return []
         if int(lines[0]) != CURRENT_VERSION:
-            raise ValueError(f"unrecognized version {lines[0]}")
+            raise ValueError(f"unrecognised version {lines[0]!r}")
+        if len(lines) < 2:
+            return []
         expected = int(lines[1])
-        entries = {}
-        for line in lines[2:2 + expected]:
-            topic, partition, offset = line.split(" ")
-            entries[(topic, int(partition))] = int(offset)
+        entries = [parse_line(line) for line in lines[2:]]
         if len(entries) != expected:
             raise ValueError(f"expected {expected} entries, found {len(entries)}")
         return entries
-    except (ValueError, IndexError) as exc:
-        log.warning("ignoring malformed checkpoint %s: %s", path, exc)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedCheckpoint(f"malformed checkpoint {path}: {exc}") from None
+
+
+def _offset_line(line: str) -> tuple[tuple[str, int], int]:
+    topic, partition, offset = line.split()
+    return (topic, int(partition)), int(offset)
+
+
+def write_offsets(path: str, offsets: dict[tuple[str, int], int]) -> None:
+    write_entries(path, [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())])
+
+
+def read_offsets(path: str) -> dict[tuple[str, int], int]:
+    """Entries of an offset checkpoint; an absent or malformed file (any bytes at all) reads as
+    empty, which means recovering every log."""
+    try:
+        entries = read_entries(path, _offset_line)
+    except MalformedCheckpoint as exc:
+        log.warning("ignoring %s", exc)
         return {}
+    return dict(entries or ())
 
 
 def write_clean_shutdown(directory: str, broker_epoch: int = -1) -> None:

@@ -2,8 +2,9 @@
 
 One round on a log:
 1. the dirty section runs from the cleaner checkpoint (or the log start) to the first
-   uncleanable offset: the active segment, the ``upper_bound`` (last stable offset),
-   and any segment newer than min.compaction.lag.ms all stop it;
+   uncleanable offset: the active segment, the last stable offset (so never past the high
+   watermark), an optional ``upper_bound``, and any segment newer than min.compaction.lag.ms
+   all stop it;
 2. a log is cleaned when dirty bytes / all bytes exceeds min.cleanable.dirty.ratio;
 3. an offset map (key -> last offset) is built over the dirty section;
 4. every segment below the end of the map is rewritten, in groups that fit one segment:
@@ -13,7 +14,10 @@ One round on a log:
    byte; offsets never change; the last batch of each producer id is kept even when it
    empties, as a header-only batch, so idempotent producers' sequence state survives;
 5. the cleaned segments are swapped in (copy-on-write), so appends and reads never wait.
-Transaction markers are kept as they are (aborted-transaction removal is not done here).
+Transaction markers are kept as they are (aborted-transaction removal is not done here), a
+cleaned segment keeps the aborted transactions of the segments it replaces in its
+``.txnindex``, and records of aborted transactions never enter the offset map, so they
+cannot make a committed value of their key disappear.
 """
 
 from __future__ import annotations
@@ -24,13 +28,18 @@ import threading
 
 from kafka_compat.protocol.compression import NONE
 from kafka_compat.protocol.records import (
-    LOG_APPEND_TIME, CorruptRecordError, LegacyMessage, RecordBatch, build_batch, build_legacy_message_set,
+    LOG_APPEND_TIME,
+    CorruptRecordError,
+    LegacyMessage,
+    RecordBatch,
+    build_batch,
+    build_legacy_message_set,
 )
 
 from . import checkpoint
 from .index import INT32_MAX
-from .log import Log
 from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
+from .unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +66,16 @@ class CleanerStats:
         self.bytes_read = self.bytes_written = 0
 
 
-def cleanable_range(log_: Log, checkpointed: int | None, now: int, upper_bound: int | None = None):
+def cleanable_range(log_: UnifiedLog, checkpointed: int | None, now: int, upper_bound: int | None = None):
     """(first_dirty_offset, first_uncleanable_offset), as LogCleanerManager.cleanableOffsets."""
     start = log_.log_start_offset
     first_dirty = start if checkpointed is None else checkpointed
     if first_dirty < start or first_dirty > log_.log_end_offset:
         first_dirty = start
     segments = log_.segments
-    candidates = [segments[-1].base_offset, log_.log_end_offset if upper_bound is None else upper_bound]
+    candidates = [segments[-1].base_offset, log_.last_stable_offset]
+    if upper_bound is not None:
+        candidates.append(upper_bound)
     lag = max(log_.config.min_compaction_lag_ms, 0)
     if lag > 0:
         for seg in segments[:-1]:
@@ -74,7 +85,7 @@ def cleanable_range(log_: Log, checkpointed: int | None, now: int, upper_bound: 
     return first_dirty, max(first_dirty, min(candidates))
 
 
-def dirty_ratio(log_: Log, first_dirty: int, first_uncleanable: int) -> tuple[float, int]:
+def dirty_ratio(log_: UnifiedLog, first_dirty: int, first_uncleanable: int) -> tuple[float, int]:
     """(cleanable bytes / total bytes up to the first uncleanable segment, cleanable bytes)."""
     clean = dirty = 0
     for seg in log_.segments:
@@ -104,8 +115,11 @@ class Cleaner:
             raise CleaningAborted("cleaner shutting down")
 
     # -- map ------------------------------------------------------------------------
-    def build_offset_map(self, log_: Log, start: int, end: int) -> OffsetMap:
+    def build_offset_map(self, log_: UnifiedLog, start: int, end: int) -> OffsetMap:
         offset_map = OffsetMap(self.max_map_entries)
+        aborted: dict[int, list] = {}
+        for txn in log_.collect_aborted_transactions(start, end):
+            aborted.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
         for seg in log_.segments:
             if seg.next_offset <= start or seg.base_offset >= end:
                 continue
@@ -117,7 +131,8 @@ class Cleaner:
                     continue
                 if info.base_offset >= end:
                     break
-                if not info.is_control:
+                if not info.is_control and not (info.is_transactional and any(
+                        first <= info.base_offset < last for first, last in aborted.get(info.producer_id, ()))):
                     for record in _records(seg, info):
                         if record.key is not None and start <= record.offset < end:
                             offset_map.map[bytes(record.key)] = record.offset
@@ -129,9 +144,11 @@ class Cleaner:
         return max(seg.next_offset - seg.base_offset, 0)
 
     # -- one round ----------------------------------------------------------------------
-    def clean(self, log_: Log, first_dirty: int, first_uncleanable: int,
+    def clean(self, log_: UnifiedLog, first_dirty: int, first_uncleanable: int,
               producer_last_offsets: dict[int, int] | None = None) -> tuple[int, CleanerStats]:
-        """Compact ``log_`` up to ``first_uncleanable``; returns (next dirty offset, stats)."""
+        """Compact ``log_`` up to ``first_uncleanable`` (never past its last stable offset); returns
+        (next dirty offset, stats)."""
+        first_uncleanable = min(first_uncleanable, log_.last_stable_offset)
         now = self.clock()
         stats = CleanerStats()
         offset_map = self.build_offset_map(log_, first_dirty, first_uncleanable)
@@ -148,7 +165,7 @@ class Cleaner:
                                 producer_last_offsets, stats)
         return end_offset, stats
 
-    def clean_segments(self, log_: Log, group: list, offset_map: OffsetMap, now: int, legacy_horizon: int,
+    def clean_segments(self, log_: UnifiedLog, group: list, offset_map: OffsetMap, now: int, legacy_horizon: int,
                        round_end: int, producer_last_offsets: dict, stats: CleanerStats) -> None:
         config = log_.config
         cleaned = LogSegment(log_.dir, group[0].base_offset, config, suffix=CLEANED_SUFFIX, active=False,
@@ -165,6 +182,8 @@ class Cleaner:
                         data, max_ts, offset_of_max = out
                         cleaned.append(data, info.last_offset, max_ts, offset_of_max)
                         stats.bytes_written += len(data)
+                for txn in seg.txn_index.all_aborted_txns():
+                    cleaned.txn_index.append(txn)
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified())
@@ -252,7 +271,7 @@ def _records(seg: LogSegment, info):
         return []
 
 
-def last_batches_of_producers(log_: Log) -> dict[int, int]:
+def last_batches_of_producers(log_: UnifiedLog) -> dict[int, int]:
     """producer id -> last offset of its last batch, from batch headers only."""
     last: dict[int, int] = {}
     for seg in log_.segments:
@@ -262,7 +281,7 @@ def last_batches_of_producers(log_: Log) -> dict[int, int]:
     return last
 
 
-def group_segments(log_: Log, end_offset: int) -> list[list]:
+def group_segments(log_: UnifiedLog, end_offset: int) -> list[list]:
     """Kafka's groupSegmentsBySize: runs whose log and index sizes fit one segment."""
     config = log_.config
     segments = [s for s in log_.segments if s.base_offset < end_offset]
@@ -291,7 +310,7 @@ def group_segments(log_: Log, end_offset: int) -> list[list]:
 class LogCleaner:
     """The background cleaner thread: picks the dirtiest compacted log and cleans it.
 
-    ``logs_by_dir()`` returns {log dir: [Log, ...]}; the cleaner keeps Kafka's
+    ``logs_by_dir()`` returns {log dir: [UnifiedLog, ...]}; the cleaner keeps Kafka's
     ``cleaner-offset-checkpoint`` in each log dir.
     """
 

@@ -3,7 +3,11 @@
     python -m kafka_compat.storage.dump [--deep-iteration] [--print-data-log] [--verify-index-only]
                            [--index-sanity-check] [--max-bytes N] FILE...
 
-Reads files only (never through a Log), so it works on a broken data directory.
+Besides segments and their offset and time indexes it prints ``.txnindex`` files (aborted
+transactions), producer ``.snapshot`` files, and a partition's ``leader-epoch-checkpoint``;
+a transaction marker's batch line names its type and coordinator epoch.
+
+Reads files only (never through a LocalLog), so it works on a broken data directory.
 """
 
 from __future__ import annotations
@@ -13,13 +17,23 @@ import os
 import struct
 import sys
 
+from kafka_compat.protocol.batch_header import crc_valid
 from kafka_compat.protocol.records import (
-    CorruptRecordError, LegacyMessage, RecordBatch, control_record_type, end_transaction_marker,
+    CorruptRecordError,
+    LegacyMessage,
+    RecordBatch,
+    control_record_type,
+    end_transaction_marker,
 )
 
-from kafka_compat.protocol.batch_header import crc_valid
+from .checkpoint import MalformedCheckpoint, read_entries
 from .file_records import read_batch_header
-from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from .index import CorruptIndexError
+from .leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, parse_epoch_line
+from .producer_state import SNAPSHOT_SUFFIX, CorruptSnapshotError, read_snapshot
+from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+from .transaction_index import CURRENT_VERSION as TXN_INDEX_VERSION
+from .transaction_index import ENTRY_SIZE, parse_entries
 
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
@@ -73,6 +87,18 @@ def _text(data) -> str:
     return bytes(data).decode("utf-8", errors="replace")
 
 
+def _control_text(record) -> str:
+    """What a control record says: a transaction marker's type and coordinator epoch."""
+    try:
+        control = control_record_type(record.key)
+        if control in CONTROL_TYPES:
+            _, epoch = end_transaction_marker(record.value)
+            return f" endTxnMarker: {CONTROL_TYPES[control]} coordinatorEpoch: {epoch}"
+        return f" controlType: UNKNOWN({control})"
+    except CorruptRecordError as exc:
+        return f" invalidControlRecord: {exc}"
+
+
 def _record_line(view, record, print_data: bool) -> str:
     ts_type = TIMESTAMP_TYPES[view.timestamp_type]
     key_size = -1 if record.key is None else len(record.key)
@@ -82,15 +108,7 @@ def _record_line(view, record, print_data: bool) -> str:
         sequence = -1 if view.base_sequence < 0 else view.base_sequence + (record.offset - view.base_offset)
         line += f" sequence: {sequence} headerKeys: [{','.join(k for k, _ in record.headers)}]"
         if view.is_control:
-            try:
-                control = control_record_type(record.key)
-                if control in CONTROL_TYPES:
-                    _, epoch = end_transaction_marker(record.value)
-                    line += f" endTxnMarker: {CONTROL_TYPES[control]} coordinatorEpoch: {epoch}"
-                else:
-                    line += f" controlType: UNKNOWN({control})"
-            except CorruptRecordError as exc:
-                line += f" invalidControlRecord: {exc}"
+            line += _control_text(record)
     if print_data and not (isinstance(view, RecordBatch) and view.is_control):
         if record.key is not None:
             line += f" key: {_text(record.key)}"
@@ -112,7 +130,14 @@ def dump_log(path: str, out, err, deep: bool, print_data: bool, max_bytes: int) 
                 print(f"Found {size - position} invalid bytes at the end of {name}", file=out)
             break
         view = RecordBatch(raw) if raw[16] == 2 else LegacyMessage(raw)
-        print(_batch_line(view, position, raw), file=out)
+        line = _batch_line(view, position, raw)
+        if not (deep or print_data) and isinstance(view, RecordBatch) and view.is_control:
+            try:
+                record = next(iter(view.records()), None)
+                line += _control_text(record) if record is not None else " (empty control batch)"
+            except CorruptRecordError as exc:
+                line += f" invalidControlRecord: {exc}"
+        print(line, file=out)
         if deep or print_data:
             try:
                 for record in view.records():
@@ -201,11 +226,62 @@ def dump_time_index(path: str, out, err, sanity_only: bool, verify_only: bool) -
             print(f"  Index timestamp: {timestamp}, Previously indexed timestamp: {prev}", file=err)
 
 
+def dump_txn_index(path: str, out, err) -> None:
+    """Kafka's format: one line per aborted transaction."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        entries = parse_entries(data, path)
+    except CorruptIndexError as exc:
+        print(str(exc), file=err)
+        return
+    for _, txn in entries:
+        print(f"version: {TXN_INDEX_VERSION} producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+              f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}", file=out)
+    if len(data) % ENTRY_SIZE:
+        print(f"Found {len(data) % ENTRY_SIZE} bytes of a partial entry at the end of {os.path.basename(path)}",
+              file=err)
+
+
+def _optional(value: int) -> str:
+    return f"OptionalLong[{value}]" if value >= 0 else "OptionalLong.empty"
+
+
+def dump_producer_snapshot(path: str, out, err) -> None:
+    """Kafka's format: one line per producer, with its last batch."""
+    try:
+        entries = read_snapshot(path)
+    except CorruptSnapshotError as exc:
+        print(str(exc), file=err)
+        return
+    for entry in entries:
+        line = (f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+                f"coordinatorEpoch: {entry.coordinator_epoch} currentTxnFirstOffset: "
+                f"{_optional(entry.current_txn_first_offset)} lastTimestamp: {entry.last_timestamp} ")
+        if entry.batches:
+            batch = entry.batches[0]
+            line += (f"firstSequence: {batch.first_seq} lastSequence: {batch.last_seq} lastOffset: "
+                     f"{batch.last_offset} offsetDelta: {batch.offset_delta} timestamp: {batch.timestamp}")
+        print(line, file=out)
+
+
+def dump_leader_epochs(path: str, out, err) -> None:
+    """The leader epochs of a partition and where each began."""
+    try:
+        entries = read_entries(path, parse_epoch_line)
+    except MalformedCheckpoint as exc:
+        print(str(exc), file=err)
+        return
+    for entry in entries or ():
+        print(f"epoch: {entry.epoch} startOffset: {entry.start_offset}", file=out)
+
+
 def main(argv=None, out=None, err=None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     parser = argparse.ArgumentParser(prog="dump-log", description="Print the contents of log segments and indexes.")
-    parser.add_argument("files", nargs="*", help="segment (.log), .index or .timeindex files")
+    parser.add_argument("files", nargs="*", help="segment (.log), .index, .timeindex, .txnindex, producer .snapshot "
+                                                 "or leader-epoch-checkpoint files")
     parser.add_argument("--files", dest="more_files", default="", help="comma-separated files (Kafka's option)")
     parser.add_argument("--print-data-log", action="store_true", help="print record keys and values")
     parser.add_argument("--deep-iteration", action="store_true", help="print every record, not only batches")
@@ -224,6 +300,12 @@ def main(argv=None, out=None, err=None) -> int:
             dump_index(path, out, err, args.index_sanity_check, args.verify_index_only)
         elif path.endswith(TIME_INDEX_SUFFIX):
             dump_time_index(path, out, err, args.index_sanity_check, args.verify_index_only)
+        elif path.endswith(TXN_INDEX_SUFFIX):
+            dump_txn_index(path, out, err)
+        elif path.endswith(SNAPSHOT_SUFFIX):
+            dump_producer_snapshot(path, out, err)
+        elif os.path.basename(path) == LEADER_EPOCH_CHECKPOINT:
+            dump_leader_epochs(path, out, err)
         else:
             print(f"Ignoring unknown file {path}", file=err)
     return 0

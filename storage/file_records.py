@@ -10,8 +10,12 @@ from __future__ import annotations
 import os
 
 from kafka_compat.protocol.batch_header import (  # noqa: F401  (BatchHeader re-exported for storage)
-    HEADER_SIZE_UP_TO_MAGIC, MAGIC_OFFSET, RECORD_BATCH_OVERHEAD, BatchHeader,
-    header_bytes_needed, parse_header,
+    HEADER_SIZE_UP_TO_MAGIC,
+    MAGIC_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    BatchHeader,
+    header_bytes_needed,
+    parse_header,
 )
 
 

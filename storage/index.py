@@ -239,6 +239,12 @@ class OffsetIndex(_Index):
         slot = self._largest_lower_bound(limit, 1)
         return -1 if slot < 0 else self._entry(slot)[1]
 
+    def fetch_upper_bound_offset(self, position: int) -> int | None:
+        """The offset of the first entry at or after ``position``, or None (Kafka's
+        fetchUpperBoundOffset: an offset no record before ``position`` reaches)."""
+        slot = self._largest_lower_bound(position - 1, 1) + 1
+        return self.base_offset + self._entry(slot)[0] if slot < self.entries else None
+
     def sanity_check(self, log_size: int) -> None:
         """Raise CorruptIndexError unless offsets and positions strictly increase within the log."""
         columns = self._checked_columns()

@@ -14,11 +14,19 @@ import logging
 import os
 import re
 
-from .log_config import LogConfig
 from .index import CorruptIndexError
+from .log_config import LogConfig
 from .segment import (
-    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
-    LogSegment, segment_paths,
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+    segment_paths,
+    txn_index_path,
 )
 
 log = logging.getLogger(__name__)
@@ -27,10 +35,13 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)(\.s
 
 
 class LoadedLog:
-    """What the loader hands to Log: segments in offset order and the offsets it settled on."""
+    """What the loader hands to LocalLog: segments in offset order and the offsets it settled on."""
 
-    def __init__(self, segments, next_offset, recovery_point, log_start_offset, truncated_bytes, dropped):
+    def __init__(self, segments, next_offset, recovery_point, log_start_offset, truncated_bytes, dropped,
+                 recovered=()):
         self.segments = segments
+        #: base offsets of the segments recover() rebuilt (their transaction indexes are empty now)
+        self.recovered = list(recovered)
         self.next_offset = next_offset
         self.recovery_point = recovery_point
         self.log_start_offset = log_start_offset
@@ -67,14 +78,18 @@ def _scan(directory: str):
 def _complete_swaps(directory: str, config: LogConfig, found: dict, swaps: list) -> None:
     for base in swaps:
         seg = LogSegment(directory, base, config, suffix=SWAP_SUFFIX, active=False)
+        aborted = seg.txn_index.all_aborted_txns()   # the cleaner copied them; recovery would drop them
         seg.recover()
         end = seg.next_offset
+        for txn in aborted:
+            if txn.last_offset < end:
+                seg.txn_index.append(txn)
         seg.close()
         for old in [b for b in found if base <= b < max(end, base + 1)]:
             for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                 _remove(os.path.join(directory, f"{old:020d}{suffix}"))
             del found[old]
-        for path in segment_paths(directory, base, SWAP_SUFFIX):
+        for path in segment_paths(directory, base, SWAP_SUFFIX) + (txn_index_path(directory, base, SWAP_SUFFIX),):
             if os.path.exists(path):
                 os.replace(path, path[: -len(SWAP_SUFFIX)])
         found[base] = {LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX}
@@ -96,6 +111,7 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
     segments: list[LogSegment] = []
     truncated = 0
     dropped = []
+    recovered: list[int] = []
     recover_from = None
     if not had_clean_shutdown and bases:
         # the segment holding the recovery point, and everything after it
@@ -114,6 +130,7 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
                 log.warning("%s: rebuilding indexes: %s", directory, exc)
                 needs_recovery = True
         if needs_recovery:
+            recovered.append(base)
             cut = seg.recover()
             if cut:
                 truncated += cut
@@ -143,4 +160,6 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
     if recover_from is not None or truncated or dropped:
         recovery_point = next_offset
     recovery_point = min(max(recovery_point, segments[0].base_offset), next_offset)
-    return LoadedLog(segments, next_offset, recovery_point, log_start_offset, truncated, dropped)
+    kept = {s.base_offset for s in segments}
+    recovered = [b for b in recovered if b in kept]
+    return LoadedLog(segments, next_offset, recovery_point, log_start_offset, truncated, dropped, recovered)

@@ -5,7 +5,9 @@
 - At startup each dir's checkpoints are read; a dir without the clean-shutdown marker
   has every log recovered from its recovery point. The marker is removed while running.
 - Background (never on the caller's thread): retention every
-  log.retention.check.interval.ms, flush.ms checks, checkpoints, and the cleaner.
+  log.retention.check.interval.ms, flush.ms checks, checkpoints, the cleaner, and the expiry
+  of producers idle for producer.id.expiration.ms (checked every
+  producer.id.expiration.check.interval.ms).
 - Shutdown flushes and closes every log, writes the checkpoints, then the marker.
 """
 
@@ -22,9 +24,10 @@ from typing import Callable
 from . import checkpoint
 from .cleaner import LogCleaner
 from .log_config import LogConfig
-from .log import Log
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .scheduler import Scheduler
 from .segment import now_ms
+from .unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,9 @@ class LogManager:
                  topic_config: Callable[[str], LogConfig] | None = None, clock: Callable[[], int] = now_ms,
                  retention_check_interval_ms: int = 300000, flush_check_interval_ms: int = 1000,
                  checkpoint_interval_ms: int = 60000, cleaner_enabled: bool = True, cleaner_backoff_ms: int = 15000,
-                 cleaner_upper_bound: Callable[[Log], int | None] | None = None):
+                 cleaner_upper_bound: Callable[[UnifiedLog], int | None] | None = None,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 producer_id_expiration_check_interval_ms: int = 600000):
         if not log_dirs:
             raise ValueError("log.dirs is empty")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -54,8 +59,10 @@ class LogManager:
         self.retention_check_interval_ms = retention_check_interval_ms
         self.flush_check_interval_ms = flush_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.producer_id_expiration_check_interval_ms = producer_id_expiration_check_interval_ms
         self.scheduler = Scheduler("kafka-log-manager")
-        self._logs: dict[tuple[str, int], Log] = {}
+        self._logs: dict[tuple[str, int], UnifiedLog] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
         self.cleaner = LogCleaner(self.logs_by_dir, clock, cleaner_backoff_ms,
@@ -78,6 +85,9 @@ class LogManager:
                                     self.checkpoint_interval_ms, self.checkpoint_interval_ms)
             self.scheduler.schedule("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets,
                                     self.checkpoint_interval_ms, self.checkpoint_interval_ms)
+            self.scheduler.schedule("PeriodicProducerExpirationCheck", self.remove_expired_producers,
+                                    self.producer_id_expiration_check_interval_ms,
+                                    self.producer_id_expiration_check_interval_ms)
             if self.cleaner is not None:
                 self.cleaner.start()
 
@@ -95,9 +105,10 @@ class LogManager:
             tp = parse_partition_dir(name)
             if tp is None:
                 continue
-            lg = Log(path, self._topic_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
-                     log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
-                     scheduler=self.scheduler, clock=self.clock)
+            lg = UnifiedLog(path, self._topic_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
+                            log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
+                            scheduler=self.scheduler, clock=self.clock,
+                            producer_id_expiration_ms=self.producer_id_expiration_ms)
             if tp in self._logs:
                 raise RuntimeError(f"duplicate log directories for {tp}: {self._dir_of[tp]} and {directory}")
             self._logs[tp] = lg
@@ -107,15 +118,15 @@ class LogManager:
         self._write_checkpoints(directory)
 
     # -- partitions ---------------------------------------------------------------------
-    def get_log(self, topic: str, partition: int) -> Log | None:
+    def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
         return self._logs.get((topic, partition))
 
     @property
     def logs(self) -> dict:
         return dict(self._logs)
 
-    def logs_by_dir(self) -> dict[str, list[Log]]:
-        result: dict[str, list[Log]] = {d: [] for d in self.log_dirs}
+    def logs_by_dir(self) -> dict[str, list[UnifiedLog]]:
+        result: dict[str, list[UnifiedLog]] = {d: [] for d in self.log_dirs}
         for tp, lg in list(self._logs.items()):
             result[self._dir_of[tp]].append(lg)
         return result
@@ -127,15 +138,16 @@ class LogManager:
             counts[d] += 1
         return min(self.log_dirs, key=lambda d: counts[d])
 
-    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> UnifiedLog:
         with self._lock:
             tp = (topic, partition)
             lg = self._logs.get(tp)
             if lg is not None:
                 return lg
             directory = self.next_log_dir()
-            lg = Log(os.path.join(directory, f"{topic}-{partition}"), config or self._topic_config(topic),
-                     had_clean_shutdown=True, scheduler=self.scheduler, clock=self.clock)
+            lg = UnifiedLog(os.path.join(directory, f"{topic}-{partition}"), config or self._topic_config(topic),
+                            had_clean_shutdown=True, scheduler=self.scheduler, clock=self.clock,
+                            producer_id_expiration_ms=self.producer_id_expiration_ms)
             self._logs[tp] = lg
             self._dir_of[tp] = directory
             return lg
@@ -169,6 +181,11 @@ class LogManager:
             if not lg.closed:
                 deleted += lg.delete_old_segments(now)
         return deleted
+
+    def remove_expired_producers(self) -> int:
+        """Forget the producers idle for producer.id.expiration.ms in every log."""
+        now = self.clock()
+        return sum(lg.remove_expired_producers(now) for lg in list(self._logs.values()) if not lg.closed)
 
     def flush_dirty_logs(self) -> None:
         """fsync logs whose flush.ms has passed since their last flush."""

@@ -11,13 +11,22 @@ import logging
 import os
 import time
 
-from .log_config import LogConfig
-from .fallocate import release_past_end, reserve_past_end
 from kafka_compat.protocol.batch_header import (
-    HEADER_SIZE_UP_TO_MAGIC, MAGIC_OFFSET, NO_TIMESTAMP, BatchHeader, crc_valid, header_bytes_needed, parse_header,
+    CONTROL_FLAG_MASK,
+    HEADER_SIZE_UP_TO_MAGIC,
+    MAGIC_OFFSET,
+    NO_TIMESTAMP,
+    BatchHeader,
+    crc_valid,
+    header_bytes_needed,
+    parse_header,
 )
+
+from .fallocate import release_past_end, reserve_past_end
 from .file_records import iter_file_batches, read_batch_header
 from .index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
+from .log_config import LogConfig
+from .transaction_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +51,10 @@ def filename_prefix(offset: int) -> str:
 def segment_paths(directory: str, base_offset: int, suffix: str = "") -> tuple[str, str, str]:
     prefix = os.path.join(directory, filename_prefix(base_offset))
     return prefix + LOG_SUFFIX + suffix, prefix + INDEX_SUFFIX + suffix, prefix + TIME_INDEX_SUFFIX + suffix
+
+
+def txn_index_path(directory: str, base_offset: int, suffix: str = "") -> str:
+    return os.path.join(directory, filename_prefix(base_offset)) + TXN_INDEX_SUFFIX + suffix
 
 
 def now_ms() -> int:
@@ -70,6 +83,7 @@ class LogSegment:
         self._reserved_to = config.segment_bytes if self._preallocated else self.size
         self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes)
+        self.txn_index = TransactionIndex(txn_index_path(directory, base_offset, suffix), base_offset)
         self.bytes_since_last_index_entry = 0
         self.rolling_based_timestamp: int | None = None
         ts, ts_offset = self.time_index.last_entry
@@ -188,6 +202,7 @@ class LogSegment:
         os.fsync(self.fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     # -- reading -------------------------------------------------------------------
     def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
@@ -217,6 +232,13 @@ class LogSegment:
         for info in iter_file_batches(self.fd, position, self.size):
             next_offset = info.last_offset + 1
         return next_offset
+
+    def fetch_upper_bound_offset(self, position: int) -> int | None:
+        """An offset above every record that starts before ``position`` (from the index), or None."""
+        return self.offset_index.fetch_upper_bound_offset(position)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int):
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
 
     def batches(self, start: int = 0, end: int | None = None):
         return iter_file_batches(self.fd, start, self.size if end is None else end)
@@ -253,23 +275,31 @@ class LogSegment:
                 raise CorruptIndexError(f"{self.offset_index.path}: last entry does not point at its batch")
         self.next_offset = self.read_next_offset()
         self.time_index.sanity_check(self.next_offset)
+        self.txn_index.sanity_check()
 
     def recover(self) -> int:
         """Check every batch, rebuild both indexes, cut the file at the first invalid byte.
 
         A batch is valid when its header parses, it fits in the file, its checksum matches,
-        and its offsets increase and fit this segment. Returns the number of bytes cut.
+        and its offsets increase and fit this segment. Returns the number of bytes cut. The
+        transaction index is emptied: it needs the producer state before this segment, so
+        UnifiedLog rebuilds it when it replays the recovered batches, which it does only when
+        ``recovered_markers`` says there is an index to rebuild. ``recovered_epochs`` lists
+        (leader epoch, first offset) where the batches' epoch went up, for the epoch cache.
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = NO_TIMESTAMP, -1
         file_size = os.fstat(self.fd).st_size
         valid = last_index_entry = 0
         prev_last = self.base_offset - 1
+        epochs, latest_epoch, markers = [], -1, False
         position, chunk = 0, b""
         while True:
             at = valid - position
-            if len(chunk) - at < HEADER_SIZE_UP_TO_MAGIC or len(chunk) - at < header_bytes_needed(chunk[at + MAGIC_OFFSET]):
+            left = len(chunk) - at
+            if left < HEADER_SIZE_UP_TO_MAGIC or left < header_bytes_needed(chunk[at + MAGIC_OFFSET]):
                 # refill from the next batch; the header might straddle the chunk end
                 if file_size - valid < HEADER_SIZE_UP_TO_MAGIC or len(chunk) - at == file_size - valid:
                     break
@@ -297,6 +327,11 @@ class LogSegment:
                 break
             if info.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = info.max_timestamp, info.last_offset
+            if info.partition_leader_epoch > latest_epoch and info.magic >= 2:
+                latest_epoch = info.partition_leader_epoch
+                epochs.append((latest_epoch, info.base_offset))
+            if info.attributes & CONTROL_FLAG_MASK and info.magic >= 2:
+                markers = True
             if valid - last_index_entry > self.index_interval_bytes:
                 self.offset_index.append(info.last_offset, valid)
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
@@ -310,6 +345,7 @@ class LogSegment:
             release_past_end(self.fd, valid)   # blocks an unclean shutdown left reserved
         self.size = self._reserved_to = valid
         self.next_offset = prev_last + 1
+        self.recovered_epochs, self.recovered_markers = epochs, markers
         self.bytes_since_last_index_entry = valid - last_index_entry
         self.rolling_based_timestamp = None
         if self.max_timestamp_so_far >= 0:
@@ -325,6 +361,7 @@ class LogSegment:
         info = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.make_active()
         if info is None:
             return 0
@@ -358,6 +395,7 @@ class LogSegment:
         self.log_path = new_log
         self.offset_index.rename(swap(self.offset_index.path))
         self.time_index.rename(swap(self.time_index.path))
+        self.txn_index.rename(swap(self.txn_index.path))
 
     def close(self) -> None:
         """Clean close: keep the largest timestamp in the time index, trim, release files."""
@@ -366,6 +404,7 @@ class LogSegment:
         self._seal()
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         os.close(self.fd)
         self.closed = True
 
@@ -376,6 +415,7 @@ class LogSegment:
             self.time_index.delete()
             os.close(self.fd)
             self.closed = True
+        self.txn_index.delete()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             try:
                 os.unlink(path)

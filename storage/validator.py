@@ -34,6 +34,7 @@ from kafka_compat.protocol.batch_header import crc_valid
 
 CLIENT = "client"            # Kafka's AppendOrigin.CLIENT: every client-only rule applies
 COORDINATOR = "coordinator"  # group/transaction coordinators write their own batches
+REPLICATION = "replication"  # a follower copies the leader's batches as they are
 
 
 class BatchMetadata(NamedTuple):
@@ -131,8 +132,8 @@ def validate_and_assign(records, next_offset: int, config: LogConfig, now: int, 
             raise KafkaError(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch should be 0, but it is "
                                      f"{RecordBatch(mv, pos).base_offset}")
         if size > config.max_message_bytes:
-            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"The record batch size is {size} bytes which exceeds the maximum "
-                                       f"configured value of {config.max_message_bytes}.")
+            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"The record batch size is {size} bytes which exceeds the "
+                                                          f"maximum configured value of {config.max_message_bytes}.")
         if not crc_valid(mv, pos, size):
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record is corrupt at position {pos}")
         codec = mv[pos + (ATTRIBUTES_OFFSET if magic >= 2 else LEGACY_ATTRIBUTES_OFFSET)] & COMPRESSION_CODEC_MASK
@@ -143,8 +144,8 @@ def validate_and_assign(records, next_offset: int, config: LogConfig, now: int, 
     first_magic = entries[0][2]
     for _pos, _size, magic in entries:
         if magic != first_magic:
-            raise KafkaError(ErrorCode.INVALID_RECORD, f"Batch magic {magic} is not the same as the first batch's magic byte "
-                                     f"{first_magic}")
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Batch magic {magic} is not the same as the first batch's "
+                                                       f"magic byte {first_magic}")
     if (first_magic >= 2 or source_compression) and len(entries) > 1:
         raise KafkaError(ErrorCode.INVALID_RECORD, "Compressed outer record has more than one batch")
     checks = _RecordChecks(config, now)
@@ -166,13 +167,13 @@ def _assign_v2(mv, next_offset, config, now, leader_epoch, origin, checks) -> Va
         if count <= 0:
             raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid reported count for record batch: {count}")
         if batch.last_offset_delta + 1 != count:
-            raise KafkaError(ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range [0, {batch.last_offset}] and count of "
-                                     f"records {count}")
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range [0, {batch.last_offset}] and "
+                                                       f"count of records {count}")
         if batch.is_control:
             raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
         if batch.producer_id >= 0 and batch.base_sequence < 0:
-            raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid sequence number {batch.base_sequence} in record batch with "
-                                     f"producerId {batch.producer_id}")
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid sequence number {batch.base_sequence} in record batch "
+                                                       f"with producerId {batch.producer_id}")
     batch_log_append = batch.timestamp_type == LOG_APPEND_TIME
     if checks.compacted or checks.bounded:
         try:
@@ -255,7 +256,8 @@ def _assign_legacy_compressed(mv, next_offset, config, now, checks) -> Validatio
     rebuilt = build_legacy_message_set(items, magic=wrapper.magic, compression=wrapper.compression,
                                        base_offset=next_offset, timestamp_type=timestamp_type)
     if len(rebuilt) > config.max_message_bytes:
-        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Message batch size is {len(rebuilt)} bytes after recompression, above "
-                                   f"the maximum configured size of {config.max_message_bytes}.")
+        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"Message batch size is {len(rebuilt)} bytes after "
+                                                      f"recompression, above the maximum configured size of "
+                                                      f"{config.max_message_bytes}.")
     return ValidationResult(memoryview(rebuilt), next_offset, last_offset, max_timestamp, last_offset,
                             log_append_time, [])

@@ -2,6 +2,8 @@
 and the producer state survives a restart because it is rebuilt from the log."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kafka_compat.protocol.errors import ErrorCode
@@ -32,7 +34,10 @@ def init_producer(c: WireClient) -> tuple[int, int]:
 
 
 def produce(c: WireClient, topic: str, pid: int, epoch: int, seq: int, n: int = 5):
-    batch = build_batch([(b"k%d" % i, b"v%d" % i, [], 1000 + i) for i in range(seq, seq + n)],
+    # current timestamps: a producer whose last write is older than producer.id.expiration.ms (a day)
+    # is forgotten, as in Kafka
+    now = int(time.time() * 1000)
+    batch = build_batch([(b"k%d" % i, b"v%d" % i, [], now + i) for i in range(seq, seq + n)],
                         producer_id=pid, producer_epoch=epoch, base_sequence=seq)
     resp = c.call(0, 9, ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
         name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])]))

@@ -56,10 +56,10 @@ NO_TIMESTAMP = -1
 
 # Every magic-2 header field, in order.
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-# The fields a client append is checked against (PartitionLeaderEpoch, BaseTimestamp and ProducerEpoch
-# skipped): BaseOffset, Length, Magic, CRC, Attributes, LastOffsetDelta, MaxTimestamp, ProducerId,
-# BaseSequence, RecordsCount. One unpack of these decides the append fast path.
-V2_APPEND_FIELDS = struct.Struct(">qi4xbIhi8xqq2xii")
+# The fields a client append is checked against (PartitionLeaderEpoch and BaseTimestamp skipped):
+# BaseOffset, Length, Magic, CRC, Attributes, LastOffsetDelta, MaxTimestamp, ProducerId, ProducerEpoch,
+# BaseSequence, RecordsCount. One unpack of these decides the append fast path and the producer check.
+V2_APPEND_FIELDS = struct.Struct(">qi4xbIhi8xqqhii")
 # What offset assignment rewrites in place: BaseOffset, Length (kept), PartitionLeaderEpoch.
 OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
 # ProducerId, ProducerEpoch, BaseSequence, (skip) RecordsCount: the idempotence fields.

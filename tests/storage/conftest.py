@@ -1,10 +1,9 @@
 """Fixtures for the log engine's tests: a fake clock, a private scheduler, and log factories."""
 
 import pytest
-
 from kafka_compat.storage.log_config import LogConfig
-from kafka_compat.storage.log import Log
 from kafka_compat.storage.scheduler import Scheduler
+from kafka_compat.storage.unified_log import UnifiedLog
 
 
 class FakeClock:
@@ -34,13 +33,13 @@ def scheduler():
 
 @pytest.fixture
 def make_log(tmp_path, clock, scheduler):
-    """make_log(name="t-0", **config) -> Log in tmp_path; the same name again reloads (recovers) it."""
+    """make_log(name="t-0", **config) -> UnifiedLog in tmp_path; the same name again reloads (recovers) it."""
     opened = []
 
     def factory(name="t-0", config=None, *, recovery_point=0, log_start_offset=0, had_clean_shutdown=False,
                 **overrides):
         cfg = config if config is not None else LogConfig(**overrides)
-        lg = Log(str(tmp_path / name), cfg, scheduler=scheduler, clock=clock, recovery_point=recovery_point,
+        lg = UnifiedLog(str(tmp_path / name), cfg, scheduler=scheduler, clock=clock, recovery_point=recovery_point,
                  log_start_offset=log_start_offset, had_clean_shutdown=had_clean_shutdown)
         opened.append(lg)
         return lg

@@ -1,5 +1,8 @@
 """Helpers shared by the storage tests: building client batches and reading a log back."""
 
+from kafka_compat.storage.fetch_data_info import FetchIsolation
+from kafka_compat.storage.validator import CLIENT
+
 from kafka_compat.protocol.records import batches, build_batch
 
 TS = 1_700_000_000_000
@@ -16,16 +19,31 @@ def keyed(pairs, ts=TS, **kwargs) -> bytearray:
 
 
 def read_records(lg, start=None, max_bytes=1 << 30):
-    """Every record from ``start`` (default: the log start) to the log end, via Log.read."""
+    """Every record from ``start`` (default: the log start) to the log end, via UnifiedLog.read."""
     start = lg.log_start_offset if start is None else start
-    data = lg.read(start, max_bytes).read_bytes()
+    data = read_bytes(lg, start, max_bytes)
     return [r for view in batches(data) for r in view.records()]
 
 
 def read_views(lg, start=None, max_bytes=1 << 30):
     start = lg.log_start_offset if start is None else start
-    data = lg.read(start, max_bytes).read_bytes()
-    return list(batches(data))
+    return list(batches(read_bytes(lg, start, max_bytes)))
+
+
+def read_bytes(lg, start, max_bytes=1 << 30, isolation=FetchIsolation.LOG_END) -> bytes:
+    return lg.read(start, max_bytes, isolation, True).records.read_bytes()
+
+
+def append_committed(lg, records, leader_epoch: int = 0, origin: str = CLIENT):
+    """Append as leader and count it replicated at once, as a single-replica partition does."""
+    info = lg.append_as_leader(records, leader_epoch, origin)
+    lg.update_high_watermark(lg.log_end_offset)
+    return info
+
+
+def advance_high_watermark(lg) -> None:
+    """Everything written counts as replicated (what a single-replica partition does)."""
+    lg.update_high_watermark(lg.log_end_offset)
 
 
 def assert_consistent(lg, contiguous=True):

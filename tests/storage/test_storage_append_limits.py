@@ -5,10 +5,10 @@ header-only path turns away must still get its Kafka error from the validator.""
 import struct
 
 import pytest
+from kafka_compat.storage.log_config import LogConfig
 from logtools import TS, batch
 
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
-from kafka_compat.storage.log_config import LogConfig
 
 
 def bases(lg):
@@ -17,60 +17,60 @@ def bases(lg):
 
 def test_lowering_segment_ms_at_runtime_rolls_at_the_new_limit(make_log):
     lg = make_log(segment_ms=600_000)
-    lg.append(batch(1, ts=TS))
-    lg.append(batch(1, ts=TS + 60_001))
+    lg.append_as_leader(batch(1, ts=TS), 0)
+    lg.append_as_leader(batch(1, ts=TS + 60_001), 0)
     assert bases(lg) == [0]
     lg.update_config(LogConfig(segment_ms=60_000))
-    lg.append(batch(1, ts=TS + 60_000))          # not more than the new segment.ms yet
+    lg.append_as_leader(batch(1, ts=TS + 60_000), 0)          # not more than the new segment.ms yet
     assert bases(lg) == [0]
-    lg.append(batch(1, ts=TS + 60_001))
+    lg.append_as_leader(batch(1, ts=TS + 60_001), 0)
     assert bases(lg) == [0, 3]
 
 
 def test_lowering_flush_messages_at_runtime_flushes_at_the_new_count(make_log):
     lg = make_log()
-    lg.append(batch(4))
+    lg.append_as_leader(batch(4), 0)
     assert lg.recovery_point == 0
     lg.update_config(LogConfig(flush_messages=5))
-    lg.append(batch(1))
+    lg.append_as_leader(batch(1), 0)
     assert lg.recovery_point == 5
-    lg.append(batch(4))
+    lg.append_as_leader(batch(4), 0)
     assert lg.recovery_point == 5
-    lg.append(batch(1))
+    lg.append_as_leader(batch(1), 0)
     assert lg.recovery_point == 10
 
 
 def test_reopened_segment_rolls_by_its_first_batch_timestamp(make_log):
     lg = make_log(segment_ms=60_000)
-    lg.append(batch(1, ts=TS))
+    lg.append_as_leader(batch(1, ts=TS), 0)
     lg.close()
     again = make_log(segment_ms=60_000, had_clean_shutdown=True, recovery_point=1)
-    again.append(batch(1, ts=TS + 60_000))
+    again.append_as_leader(batch(1, ts=TS + 60_000), 0)
     assert bases(again) == [0]
-    again.append(batch(1, ts=TS + 60_001))
+    again.append_as_leader(batch(1, ts=TS + 60_001), 0)
     assert bases(again) == [0, 2]
 
 
 def test_truncated_to_empty_segment_takes_the_next_batch_timestamp_as_its_first(make_log):
     lg = make_log(segment_ms=60_000)
-    lg.append(batch(1, ts=TS))
-    lg.append(batch(1, ts=TS + 10))
+    lg.append_as_leader(batch(1, ts=TS), 0)
+    lg.append_as_leader(batch(1, ts=TS + 10), 0)
     lg.truncate_to(0)
-    lg.append(batch(1, ts=TS + 500_000))         # an empty segment never rolls by time
-    lg.append(batch(1, ts=TS + 560_000))
+    lg.append_as_leader(batch(1, ts=TS + 500_000), 0)         # an empty segment never rolls by time
+    lg.append_as_leader(batch(1, ts=TS + 560_000), 0)
     assert bases(lg) == [0]
-    lg.append(batch(1, ts=TS + 560_001))
+    lg.append_as_leader(batch(1, ts=TS + 560_001), 0)
     assert bases(lg) == [0, 2]
 
 
 def test_segment_without_timestamps_rolls_by_the_clock(make_log, clock):
     lg = make_log(segment_ms=60_000)
-    lg.append(batch(1, ts=-1))
+    lg.append_as_leader(batch(1, ts=-1), 0)
     clock.advance(60_000)
-    lg.append(batch(1, ts=-1))
+    lg.append_as_leader(batch(1, ts=-1), 0)
     assert bases(lg) == [0]
     clock.advance(1)
-    lg.append(batch(1, ts=-1))
+    lg.append_as_leader(batch(1, ts=-1), 0)
     assert bases(lg) == [0, 2]
 
 
@@ -90,7 +90,7 @@ def _with(data: bytearray, fmt: str, at: int, value) -> bytearray:
 def test_writable_batches_breaking_a_rule_get_kafka_errors(make_log, make, code):
     lg = make_log(max_message_bytes=1000)
     with pytest.raises(KafkaError) as info:
-        lg.append(make())
+        lg.append_as_leader(make(), 0)
     assert info.value.error_code == code
     assert lg.log_end_offset == 0 and lg.active_segment.size == 0
-    assert lg.append(batch(2)).last_offset == 1  # the log is untouched and still takes batches
+    assert lg.append_as_leader(batch(2), 0).last_offset == 1  # the log is untouched and still takes batches

@@ -5,12 +5,12 @@ import os
 import threading
 import time
 
-from logtools import TS, assert_consistent, keyed, read_records, read_views
+from kafka_compat.storage import checkpoint
+from kafka_compat.storage.cleaner import Cleaner, LogCleaner, cleanable_range, dirty_ratio
+from logtools import TS, append_committed, assert_consistent, keyed, read_records, read_views
 
 from kafka_compat.protocol.compression import GZIP
 from kafka_compat.protocol.records import RecordBatch, build_legacy_message_set
-from kafka_compat.storage import checkpoint
-from kafka_compat.storage.cleaner import Cleaner, LogCleaner, cleanable_range, dirty_ratio
 
 COMPACT = dict(cleanup_policy="compact", segment_bytes=1200, file_delete_delay_ms=0)
 
@@ -30,8 +30,8 @@ def latest_by_key(records):
 def test_keeps_the_newest_record_per_key_at_its_offset(make_log, clock):
     lg = make_log(**COMPACT)
     for round_no in range(30):
-        lg.append(keyed([(b"k%d" % i, b"v%d-%d" % (round_no, i)) for i in range(5)], ts=TS + round_no))
-    lg.append(keyed([(b"k0", b"newest")]))
+        append_committed(lg, keyed([(b"k%d" % i, b"v%d-%d" % (round_no, i)) for i in range(5)], ts=TS + round_no))
+    append_committed(lg, keyed([(b"k0", b"newest")]))
     assert len(lg.segments) > 3
     before = read_records(lg)
     expected = latest_by_key(before)
@@ -52,9 +52,9 @@ def test_keeps_the_newest_record_per_key_at_its_offset(make_log, clock):
 
 def test_untouched_batches_are_copied_byte_for_byte(make_log, clock):
     lg = make_log(**COMPACT)
-    lg.append(keyed([(b"only-once", b"x")]))
+    append_committed(lg, keyed([(b"only-once", b"x")]))
     for i in range(12):
-        lg.append(keyed([(b"dup", b"%d" % i)]))
+        append_committed(lg, keyed([(b"dup", b"%d" % i)]))
     original = read_views(lg)[0]
     raw = bytes(original.buffer[original.position:original.position + original.size])
     clean(lg, clock)
@@ -65,7 +65,7 @@ def test_untouched_batches_are_copied_byte_for_byte(make_log, clock):
 def test_compressed_batches_stay_compressed(make_log, clock):
     lg = make_log(**COMPACT)
     for i in range(10):
-        lg.append(keyed([(b"a", b"%d" % i), (b"b%d" % i, b"x" * 50)], compression=GZIP))
+        append_committed(lg, keyed([(b"a", b"%d" % i), (b"b%d" % i, b"x" * 50)], compression=GZIP))
     clean(lg, clock)
     views = read_views(lg)
     assert all(v.compression == GZIP for v in views if v.records_count)
@@ -75,7 +75,7 @@ def test_compressed_batches_stay_compressed(make_log, clock):
 def test_min_cleanable_dirty_ratio(make_log, clock, tmp_path):
     lg = make_log(**dict(COMPACT, min_cleanable_dirty_ratio=0.9))
     for i in range(20):
-        lg.append(keyed([(b"k%d" % (i % 3), b"v" * 60)]))
+        append_committed(lg, keyed([(b"k%d" % (i % 3), b"v" * 60)]))
     cleaner = LogCleaner(lambda: {str(tmp_path): [lg]}, clock)
     first_dirty, uncleanable = cleanable_range(lg, None, clock())
     ratio, _ = dirty_ratio(lg, first_dirty, uncleanable)
@@ -83,11 +83,11 @@ def test_min_cleanable_dirty_ratio(make_log, clock, tmp_path):
     assert cleaner.clean_once()                           # 1.0 > 0.9
     saved = checkpoint.read_offsets(os.path.join(tmp_path, checkpoint.CLEANER_OFFSET_CHECKPOINT))
     assert saved == {("t", 0): lg.active_segment.base_offset}
-    lg.append(keyed([(b"k1", b"w")]))
+    append_committed(lg, keyed([(b"k1", b"w")]))
     assert not cleaner.clean_once()                       # the new data is only in the active segment
     segments = len(lg.segments)
     while len(lg.segments) == segments:                  # fill the active segment until it rolls
-        lg.append(keyed([(b"k2", b"v" * 60)]))
+        append_committed(lg, keyed([(b"k2", b"v" * 60)]))
     first_dirty, uncleanable = cleanable_range(lg, saved[("t", 0)], clock())
     ratio, dirty = dirty_ratio(lg, first_dirty, uncleanable)
     assert dirty > 0 and ratio < 0.9
@@ -99,7 +99,7 @@ def test_min_compaction_lag_protects_recent_segments(make_log, clock):
     clock.ms = TS + 100_000
     for i in range(60):
         ts = TS if i < 30 else TS + 90_000                # the second half is only 10 s old
-        lg.append(keyed([(b"k", b"%d" % i + b"x" * 60)], ts=ts))
+        append_committed(lg, keyed([(b"k", b"%d" % i + b"x" * 60)], ts=ts))
     first_dirty, uncleanable = cleanable_range(lg, None, clock())
     recent = [s for s in lg.segments if s.largest_timestamp() > clock() - 60_000]
     assert uncleanable == recent[0].base_offset
@@ -113,10 +113,10 @@ def test_min_compaction_lag_protects_recent_segments(make_log, clock):
 def test_tombstones_kept_until_delete_retention_passes(make_log, clock):
     lg = make_log(**dict(COMPACT, delete_retention_ms=1000))
     for i in range(6):
-        lg.append(keyed([(b"gone", b"%d" % i), (b"stay", b"%d" % i)]))
-    lg.append(keyed([(b"gone", None)]))
+        append_committed(lg, keyed([(b"gone", b"%d" % i), (b"stay", b"%d" % i)]))
+    append_committed(lg, keyed([(b"gone", None)]))
     for i in range(10):
-        lg.append(keyed([(b"filler%d" % i, b"x" * 60)]))
+        append_committed(lg, keyed([(b"filler%d" % i, b"x" * 60)]))
     clean(lg, clock)
     by_key = latest_by_key(read_records(lg))
     assert by_key[b"gone"] == (12, None)                  # the tombstone survives the first pass
@@ -125,7 +125,7 @@ def test_tombstones_kept_until_delete_retention_passes(make_log, clock):
     assert [r.offset for r in read_records(lg) if bytes(r.key) == b"gone"] == [12]
     clock.advance(1001)
     for i in range(10):                                   # more dirty data to trigger a round
-        lg.append(keyed([(b"filler%d" % i, b"y" * 60)]))
+        append_committed(lg, keyed([(b"filler%d" % i, b"y" * 60)]))
     first_dirty = lg.active_segment.base_offset
     end, _ = Cleaner(clock).clean(lg, 0, lg.active_segment.base_offset)
     assert end >= first_dirty - 1
@@ -135,10 +135,10 @@ def test_tombstones_kept_until_delete_retention_passes(make_log, clock):
 
 def test_idempotent_producer_batches_survive_as_empty_batches(make_log, clock):
     lg = make_log(**COMPACT)
-    lg.append(keyed([(b"k", b"old")], producer_id=77, producer_epoch=2, base_sequence=0))
-    lg.append(keyed([(b"k", b"plain-old")]))
+    append_committed(lg, keyed([(b"k", b"old")], producer_id=77, producer_epoch=2, base_sequence=0))
+    append_committed(lg, keyed([(b"k", b"plain-old")]))
     for i in range(30):
-        lg.append(keyed([(b"k", b"%d" % i + b"x" * 60)]))
+        append_committed(lg, keyed([(b"k", b"%d" % i + b"x" * 60)]))
     assert len(lg.segments) > 2
     clean(lg, clock)
     first = read_views(lg)[0]
@@ -151,8 +151,8 @@ def test_idempotent_producer_batches_survive_as_empty_batches(make_log, clock):
 def test_legacy_messages_are_compacted_too(make_log, clock):
     lg = make_log(**COMPACT)
     for i in range(40):
-        lg.append(bytearray(build_legacy_message_set([(b"a", b"%d" % i), (b"b%d" % i, os.urandom(40))], magic=1,
-                                                     compression=GZIP, timestamp_type=0)))
+        append_committed(lg, bytearray(build_legacy_message_set([(b"a", b"%d" % i), (b"b%d" % i, os.urandom(40))],
+                                                                magic=1, compression=GZIP, timestamp_type=0)))
     assert len(lg.segments) > 2
     head = lg.active_segment.base_offset
     clean(lg, clock)
@@ -170,7 +170,7 @@ def test_appends_and_reads_continue_while_the_cleaner_runs(make_log, clock, tmp_
     errors = []
     try:
         for i in range(1500):
-            lg.append(keyed([(b"k%d" % (i % 20), b"%d" % i)]))
+            append_committed(lg, keyed([(b"k%d" % (i % 20), b"%d" % i)]))
             if i % 50 == 0:
                 try:
                     read_records(lg, lg.log_start_offset)
@@ -188,7 +188,7 @@ def test_appends_and_reads_continue_while_the_cleaner_runs(make_log, clock, tmp_
 def test_compact_and_delete_applies_both(make_log, clock):
     lg = make_log(**dict(COMPACT, cleanup_policy="compact,delete", retention_ms=1000))
     for i in range(20):
-        lg.append(keyed([(b"k%d" % (i % 4), b"v" * 60)], ts=TS + i))
+        append_committed(lg, keyed([(b"k%d" % (i % 4), b"v" * 60)], ts=TS + i))
     clean(lg, clock)
     kept_before = len(read_records(lg))
     # a cleaned segment left without records has no timestamp: retention falls back to its

@@ -21,12 +21,12 @@ import signal
 import struct
 import time
 
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.scheduler import Scheduler
+from kafka_compat.storage.unified_log import UnifiedLog
 from logtools import TS, assert_consistent, read_records
 
 from kafka_compat.protocol.records import build_batch
-from kafka_compat.storage.log_config import LogConfig
-from kafka_compat.storage.log import Log
-from kafka_compat.storage.scheduler import Scheduler
 
 ROUNDS = 60
 CONFIG = LogConfig(segment_bytes=48 * 1024, index_interval_bytes=700, segment_index_bytes=400,
@@ -37,13 +37,13 @@ REPORT = struct.Struct(">qqq")
 def writer(directory: str, report_fd: int, seed: int) -> None:
     """Runs in the child: append forever, report after each flush."""
     rng = random.Random(seed)
-    lg = Log(directory, CONFIG, scheduler=Scheduler("crash-writer"))
+    lg = UnifiedLog(directory, CONFIG, scheduler=Scheduler("crash-writer"))
     while True:
         n = rng.randint(1, 8)
         start = lg.log_end_offset
         records = [(b"k%d" % (start + i), b"%d" % (start + i) * rng.randint(1, 30), (), TS + start + i)
                    for i in range(n)]
-        lg.append(bytearray(build_batch(records)))
+        lg.append_as_leader(bytearray(build_batch(records)), 0)
         if rng.random() < 0.15:
             lg.flush()
             active = lg.active_segment
@@ -104,7 +104,7 @@ def test_sigkill_at_random_moments_loses_nothing_fsynced(tmp_path):
             directory = str(tmp_path / f"crash-{round_no}")
         before, durable = 0, []
         if os.path.isdir(directory):
-            probe = Log(directory, CONFIG, scheduler=Scheduler("probe"))
+            probe = UnifiedLog(directory, CONFIG, scheduler=Scheduler("probe"))
             before = probe.log_end_offset
             durable.append((probe.active_segment.base_offset, probe.active_segment.size))
             probe.close()   # a clean close fsyncs: all of this is durable
@@ -113,7 +113,7 @@ def test_sigkill_at_random_moments_loses_nothing_fsynced(tmp_path):
         if rng.random() < 0.5:
             lose_unflushed_tail(directory, durable, rng)
         scheduler = Scheduler("verify")
-        lg = Log(directory, CONFIG, scheduler=scheduler)
+        lg = UnifiedLog(directory, CONFIG, scheduler=scheduler)
         try:
             assert lg.log_end_offset >= max(flushed, before), f"round {round_no}: lost fsynced data"
             assert_consistent(lg)

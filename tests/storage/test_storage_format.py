@@ -6,7 +6,19 @@ import os
 
 import crc32c
 from construct import (
-    Array, Bytes, Const, GreedyRange, If, Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Struct, ZigZag, this,
+    Array,
+    Bytes,
+    Const,
+    GreedyRange,
+    If,
+    Int8sb,
+    Int16sb,
+    Int32sb,
+    Int32ub,
+    Int64sb,
+    Struct,
+    ZigZag,
+    this,
 )
 from logtools import TS
 
@@ -68,7 +80,7 @@ def test_segments_and_indexes_match_kafkas_layout(make_log):
         records = [(b"key-%d-%d" % (i, j), b"value-%d" % i * 3, [("h", b"%d" % j)], TS + 10 * i + j)
                    for j in range(i % 4 + 1)]
         written.extend(records)
-        lg.append(bytearray(build_batch(records)), leader_epoch=5)
+        lg.append_as_leader(bytearray(build_batch(records)), 5)
     lg.close()
     directory = lg.dir
     bases = sorted(int(name[:20]) for name in os.listdir(directory) if name.endswith(".log"))

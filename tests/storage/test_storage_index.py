@@ -3,9 +3,8 @@
 import os
 
 import pytest
-from logtools import TS, batch
-
 from kafka_compat.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
+from logtools import TS, batch
 
 
 def test_new_index_files_are_preallocated_to_whole_entries(tmp_path):
@@ -72,7 +71,7 @@ def test_segment_index_is_sparse_one_entry_per_interval(make_log):
     one = len(batch(10, value=b"x" * 90))
     positions, last_offsets = [], []
     for _ in range(200):
-        r = lg.append(batch(10, value=b"x" * 90))
+        r = lg.append_as_leader(batch(10, value=b"x" * 90), 0)
         positions.append(lg.active_segment.size - one)
         last_offsets.append(r.last_offset)
     # Kafka's rule: an entry for an append once more than index.interval.bytes were written
@@ -96,7 +95,7 @@ def test_segment_index_is_sparse_one_entry_per_interval(make_log):
 def test_indexes_trimmed_on_roll_and_reopened_intact(make_log):
     lg = make_log(segment_bytes=20_000, index_interval_bytes=500, segment_index_bytes=4000)
     for i in range(100):
-        lg.append(batch(5, value=b"y" * 100, ts=TS + i))
+        lg.append_as_leader(batch(5, value=b"y" * 100, ts=TS + i), 0)
     assert len(lg.segments) > 2
     for seg in lg.segments[:-1]:
         assert os.path.getsize(seg.offset_index.path) == 8 * seg.offset_index.entries

@@ -4,11 +4,10 @@ background retention and flush.ms."""
 import os
 import time
 
-from logtools import TS, batch, read_records
-
 from kafka_compat.storage import checkpoint
 from kafka_compat.storage.log_config import LogConfig
 from kafka_compat.storage.log_manager import LogManager
+from logtools import TS, append_committed, batch, read_records
 
 
 def manager(tmp_path, clock, dirs=2, **kwargs):
@@ -38,7 +37,7 @@ def test_checkpoints_and_clean_shutdown_marker(tmp_path, clock):
     m.startup(background=False)
     lg = m.get_or_create_log("my-topic", 3)
     for _ in range(5):
-        lg.append(batch(2))
+        append_committed(lg, batch(2))
     lg.maybe_increment_log_start_offset(4)
     d = m.log_dirs[0]
     assert not checkpoint.had_clean_shutdown(d)
@@ -63,10 +62,10 @@ def test_unclean_shutdown_recovers_from_the_recovery_point(tmp_path, clock):
     m.startup(background=False)
     lg = m.get_or_create_log("t", 0)
     for _ in range(20):
-        lg.append(batch(2, value=b"x" * 30))
+        lg.append_as_leader(batch(2, value=b"x" * 30), 0)
     lg.flush()
     m.checkpoint_recovery_points()
-    lg.append(batch(2))
+    lg.append_as_leader(batch(2), 0)
     active = lg.active_segment.log_path
     # crash: no shutdown; the unflushed tail is torn
     with open(active, "r+b") as f:
@@ -86,7 +85,7 @@ def test_background_retention_and_flush_ms(tmp_path, clock):
     m.startup()
     lg = m.get_or_create_log("t", 0)
     for i in range(20):
-        lg.append(batch(2, value=b"x" * 30, ts=TS + i))
+        append_committed(lg, batch(2, value=b"x" * 30, ts=TS + i))
     clock.ms = TS + 10 ** 7
     deadline = time.monotonic() + 10
     while (lg.log_start_offset < 40 or lg.recovery_point < 40) and time.monotonic() < deadline:
@@ -99,7 +98,7 @@ def test_background_retention_and_flush_ms(tmp_path, clock):
 def test_delete_log_renames_then_removes(tmp_path, clock):
     m = manager(tmp_path, clock, dirs=1, config=LogConfig(file_delete_delay_ms=600_000))
     m.startup(background=False)
-    m.get_or_create_log("t", 0).append(batch(1))
+    m.get_or_create_log("t", 0).append_as_leader(batch(1), 0)
     m.delete_log("t", 0)
     names = os.listdir(m.log_dirs[0])
     assert "t-0" not in names and any(n.startswith("t-0.") and n.endswith("-delete") for n in names)

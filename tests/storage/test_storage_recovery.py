@@ -8,15 +8,14 @@ import os
 import struct
 
 import pytest
-from logtools import TS, assert_consistent, batch, read_records
-
 from kafka_compat.storage.segment import segment_paths
+from logtools import TS, assert_consistent, batch, read_records
 
 
 def write(make_log, count=30, **config):
     lg = make_log(**config)
     for i in range(count):
-        lg.append(batch(3, value=b"v%d" % i * 20, ts=TS + i))
+        lg.append_as_leader(batch(3, value=b"v%d" % i * 20, ts=TS + i), 0)
     bases = [s.base_offset for s in lg.segments]
     lg.close()
     return lg.dir, bases
@@ -49,7 +48,7 @@ def test_torn_tail_is_cut_at_the_last_whole_batch(make_log):
     assert os.path.getsize(log_path) == starts[-1]
     assert lg.log_end_offset == 87
     assert_consistent(lg)
-    lg.append(batch(1))
+    lg.append_as_leader(batch(1), 0)
     assert read_records(lg)[-1].offset == 87
 
 

@@ -3,12 +3,13 @@
 import os
 import time
 
-from logtools import TS, batch, read_records
+from kafka_compat.storage.fetch_data_info import FetchIsolation
+from logtools import TS, append_committed, batch, read_records
 
 
 def fill(lg, count, ts_step=1000, value=b"x" * 100):
     for i in range(count):
-        lg.append(batch(1, value=value, ts=TS + i * ts_step))
+        append_committed(lg, batch(1, value=value, ts=TS + i * ts_step))
 
 
 def files(lg):
@@ -38,8 +39,8 @@ def test_retention_ms_deletes_everything_by_rolling_first(make_log):
     lg.delete_old_segments(TS + 10 ** 9)
     assert [s.base_offset for s in lg.segments] == [end]
     assert lg.log_start_offset == end and lg.log_end_offset == end
-    assert lg.read(end, 1000).slices == []
-    lg.append(batch(1))
+    assert lg.read(end, 1000, FetchIsolation.LOG_END, True).records.slices == []
+    append_committed(lg, batch(1))
     assert read_records(lg)[0].offset == end
 
 
@@ -63,8 +64,12 @@ def test_retention_never_passes_the_high_watermark(make_log):
     lg = make_log(segment_bytes=500, retention_ms=1000)
     fill(lg, 12)
     second = lg.segments[1].base_offset
-    assert lg.delete_old_segments(TS + 10 ** 9, high_watermark=second + 1) == 1
+    lg.update_high_watermark(second + 1)              # a follower lags: the second segment is not replicated
+    assert lg.delete_old_segments(TS + 10 ** 9) == 1
     assert lg.log_start_offset == second
+    lg.update_high_watermark(0)                       # nothing replicated (a fresh leader's view)
+    assert lg.high_watermark == second                # never below the log start
+    assert lg.delete_old_segments(TS + 10 ** 9) == 0
 
 
 def test_log_start_offset_deletes_whole_segments_below_it(make_log):

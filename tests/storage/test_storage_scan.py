@@ -5,10 +5,10 @@ import random
 import struct
 
 import pytest
-
-from kafka_compat.protocol.records import build_batch, build_legacy_message_set
 from kafka_compat.storage import file_records
 from kafka_compat.storage.file_records import iter_file_batches, read_batch_header
+
+from kafka_compat.protocol.records import build_batch, build_legacy_message_set
 
 _BASE = struct.Struct(">q")
 
@@ -57,7 +57,8 @@ def test_chunked_scan_matches_header_by_header(segment):
     assert list(iter_file_batches(fd, 0, size)) == every
     rng = random.Random(5)
     for start in rng.sample([b.position for b in every], 60):
-        for end in (size, size - 1, start + 3, start + 61, start + file_records.SCAN_CHUNK, start + file_records.SCAN_CHUNK + 7,
+        chunk = file_records.SCAN_CHUNK
+        for end in (size, size - 1, start + 3, start + 61, start + chunk, start + chunk + 7,
                     rng.randrange(start, size + 1)):
             end = min(end, size)
             assert list(iter_file_batches(fd, start, end)) == _one_by_one(fd, start, end), (start, end)

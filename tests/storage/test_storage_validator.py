@@ -4,17 +4,22 @@ import os
 import struct
 
 import pytest
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.scheduler import Scheduler
+from kafka_compat.storage.unified_log import UnifiedLog
+from kafka_compat.storage.validator import COORDINATOR, validate_and_assign
 from logtools import TS, batch, keyed
 
 from kafka_compat.protocol.compression import GZIP, LZ4, SNAPPY
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import (
-    LOG_APPEND_TIME, LegacyMessage, RecordBatch, build_batch, build_control_batch, build_legacy_message_set,
+    LOG_APPEND_TIME,
+    LegacyMessage,
+    RecordBatch,
+    build_batch,
+    build_control_batch,
+    build_legacy_message_set,
 )
-from kafka_compat.storage.log_config import LogConfig
-from kafka_compat.storage.log import Log
-from kafka_compat.storage.scheduler import Scheduler
-from kafka_compat.storage.validator import COORDINATOR, validate_and_assign
 
 NOW = TS + 10_000
 
@@ -33,11 +38,11 @@ def error_code(request, tmp_path):
         return info.value.error_code
 
     def through_log(data, config=None, **kw) -> int:
-        lg = Log(str(tmp_path / f"t-{len(os.listdir(tmp_path))}"), config or LogConfig(),
-                 scheduler=scheduler, clock=lambda: NOW)
+        lg = UnifiedLog(str(tmp_path / f"t-{len(os.listdir(tmp_path))}"), config or LogConfig(),
+                        scheduler=scheduler, clock=lambda: NOW)
         try:
             with pytest.raises(KafkaError) as info:
-                lg.append(data, 7, **kw)
+                lg.append_as_leader(data, 7, **kw)
             assert lg.log_end_offset == 0 and lg.active_segment.size == 0
         finally:
             lg.close()
@@ -118,8 +123,8 @@ def test_magic1_compressed_rewrites_wrapper_offset_to_last_inner_offset():
 
 def test_magic1_compressed_with_wrong_inner_offsets_is_rebuilt():
     inner = build_legacy_message_set([(b"a", b"1", (), TS), (b"b", b"2", (), TS)], magic=1, base_offset=40)
-    from kafka_compat.protocol.records import _encode_legacy
     from kafka_compat.protocol.compression import compress
+    from kafka_compat.protocol.records import _encode_legacy
     wrapper = bytearray(_encode_legacy(41, 1, GZIP, TS, None, compress(GZIP, inner, 1)))
     result = assign(wrapper)
     rebuilt = LegacyMessage(bytes(result.data))

@@ -1,4 +1,8 @@
-"""Log: one partition's segments, with append, read, roll, flush, retention and truncation.
+"""LocalLog: one partition's segments, with the write, read, roll, flush, retention and truncation of bytes.
+
+Kafka's LocalLog: it knows segments and offsets, not producers, epochs or the high
+watermark; UnifiedLog (unified_log.py) wraps it with those, validates and assigns offsets,
+and holds ``lock`` around every call that changes it.
 
 Threads: appends come from one thread (the broker's event loop). Readers, the
 flusher, retention and the cleaner may run anywhere. Structural changes take
@@ -12,25 +16,20 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import struct
 import threading
 from typing import Callable, NamedTuple
 
-from crc32c import crc32c
-
-from kafka_compat.protocol.batch_header import (
-    ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, LOG_OVERHEAD, OFFSET_LENGTH_EPOCH, TIMESTAMP_TYPE_MASK, V2_APPEND_FIELDS,
-)
+from kafka_compat.protocol.batch_header import NO_TIMESTAMP, BatchHeader
+from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import batches as record_views
 
-from .log_config import LogConfig
-from kafka_compat.protocol.errors import ErrorCode, KafkaError
-from kafka_compat.protocol.batch_header import NO_TIMESTAMP, BatchHeader
-from .loader import load
-from .scheduler import Scheduler, default_scheduler
+from .fetch_data_info import FetchDataInfo, FetchResult, FileSlice
 from .index import INT32_MAX
+from .loader import load
+from .log_config import LogConfig
+from .log_offset_metadata import LogOffsetMetadata
+from .scheduler import Scheduler, default_scheduler
 from .segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, now_ms
-from .validator import CLIENT, validate_and_assign
 
 log = logging.getLogger(__name__)
 
@@ -42,47 +41,13 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 
-_new = tuple.__new__   # builds named tuples without their Python-level __new__ (hot path)
-_SLOW_ATTRIBUTES = TIMESTAMP_TYPE_MASK | CONTROL_FLAG_MASK   # batches the fast path leaves to the validator
-
-
-class AppendResult(NamedTuple):
-    first_offset: int
-    last_offset: int
-    log_append_time: int          # -1 unless message.timestamp.type=LogAppendTime
-    log_start_offset: int
-    max_timestamp: int
-
-
-class FileSlice(NamedTuple):
-    """``length`` bytes at ``position`` of the open file ``fd``: whole batches, ready for sendfile."""
-
-    fd: int
-    position: int
-    length: int
-
-
-class FetchResult(NamedTuple):
-    slices: list
-    log_start_offset: int
-    log_end_offset: int
-
-    @property
-    def size(self) -> int:
-        return sum(s.length for s in self.slices)
-
-    def read_bytes(self) -> bytes:
-        """The slices' bytes (for tests, and TLS where sendfile cannot be used)."""
-        return b"".join(os.pread(s.fd, s.length, s.position) for s in self.slices)
-
-
 class TimestampAndOffset(NamedTuple):
     timestamp: int
     offset: int
     leader_epoch: int | None
 
 
-class Log:
+class LocalLog:
     def __init__(self, directory: str, config: LogConfig | None = None, *, recovery_point: int = 0,
                  log_start_offset: int = 0, had_clean_shutdown: bool = False,
                  scheduler: Scheduler | None = None, clock: Callable[[], int] = now_ms):
@@ -92,13 +57,15 @@ class Log:
         self.partition = int(partition) if partition.isdigit() else 0
         self.config = config or LogConfig()
         self.closed = False
-        self._set_fast()
         self._clock = clock
         self._scheduler = scheduler or default_scheduler()
         self._lock = threading.RLock()
         loaded = load(directory, self.config, recovery_point=recovery_point, log_start_offset=log_start_offset,
                       had_clean_shutdown=had_clean_shutdown)
         self.truncated_on_load = loaded.truncated_bytes
+        self.recovered_on_load = loaded.recovered   # base offsets of the segments recovery rebuilt
+        #: called with the new segment, under the lock, whenever the log rolls (UnifiedLog's producer snapshot)
+        self.on_roll: Callable[[LogSegment], None] | None = None
         for segment in loaded.segments:
             segment.created_ms = clock()   # segment.ms without timestamps counts from loading, as in Kafka
         self._set_segments(loaded.segments)
@@ -112,11 +79,6 @@ class Log:
         segments = tuple(segments)
         self._view = (segments, tuple(s.base_offset for s in segments))
         self._active = segments[-1]   # read by append only, under the lock like every call here
-
-    def _set_fast(self) -> None:
-        """Whether append may take its header-only path: open, and no rule reads records."""
-        config = self.config
-        self._fast = not (self.closed or config.reads_records or config.log_append_time)
 
     @property
     def recovery_point(self) -> int:
@@ -148,6 +110,19 @@ class Log:
         return self.next_offset
 
     @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        active = self._active
+        return LogOffsetMetadata(self.next_offset, active.base_offset, active.size)
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self._scheduler
+
+    @property
     def size(self) -> int:
         return sum(s.size for s in self._view[0])
 
@@ -156,71 +131,41 @@ class Log:
         return self.next_offset - self.recovery_point
 
     # -- append ---------------------------------------------------------------------
-    def append(self, records, leader_epoch: int = 0, origin: str = CLIENT) -> AppendResult:
-        """Validate, assign offsets in place and write ``records`` with one write call.
+    def append(self, data, first_offset: int, last_offset: int, max_timestamp: int,
+               offset_of_max_timestamp: int) -> LogSegment:
+        """Write validated batches whose offsets are assigned, with one write call (Kafka's
+        LocalLog.append, with UnifiedLog.maybeRoll before it). Returns the segment written to.
 
-        Raises a KafkaError subclass (with Kafka's error code) when validation fails. The
-        shape every current client sends (one valid magic-2 CreateTime batch in a writable
-        buffer, on a topic whose rules need no record reads) is accepted here from one
-        unpack of its header; anything else, including every batch that breaks a rule, goes
-        through validator.validate_and_assign, which raises Kafka's error for it. The roll
-        and flush checks compare against limits precomputed when they change
-        (LogSegment.refresh_roll_limits, recovery_point), and fall back to the exact checks
-        when a limit is reached. Nothing is kept in user space: the bytes are in the page
-        cache when this returns.
+        The caller holds ``lock``. The roll and flush checks compare against limits
+        precomputed when they change (LogSegment.refresh_roll_limits, recovery_point), and
+        fall back to the exact checks when a limit is reached. Nothing is kept in user
+        space: the bytes are in the page cache when this returns.
         """
-        mv = records if type(records) is memoryview else memoryview(records)
-        size = len(mv)
-        lock = self._lock
-        lock.acquire()   # not `with`: acquire/release in try/finally costs less per append
-        try:
-            config = self.config
-            next_offset = self.next_offset
-            try:
-                (base, length, magic, crc, attrs, last_delta, max_timestamp, producer_id, base_sequence,
-                 count) = V2_APPEND_FIELDS.unpack_from(mv)
-                fast = (self._fast and origin is CLIENT and magic == 2 and length + LOG_OVERHEAD == size
-                        and not base and not attrs & _SLOW_ATTRIBUTES and size <= config.max_message_bytes
-                        and count == last_delta + 1 and last_delta >= 0 and (producer_id < 0 or base_sequence >= 0)
-                        and crc == crc32c(mv[ATTRIBUTES_OFFSET:]))
-                if fast:
-                    OFFSET_LENGTH_EPOCH.pack_into(mv, 0, next_offset, length, leader_epoch)
-            except (struct.error, TypeError, BufferError):   # short, read-only or non-contiguous buffer
-                fast = False
-            if fast:
-                last_offset = offset_of_max = next_offset + last_delta
-                log_append_time = -1
-            else:
-                if self.closed:
-                    raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"log {self.name} is closed")
-                mv, next_offset, last_offset, max_timestamp, offset_of_max, log_append_time, _ = \
-                    validate_and_assign(mv, next_offset, config, self._clock(), leader_epoch, origin)
-                size = len(mv)
-            segment = self._active
-            if (segment.size + size > config.segment_bytes or last_offset > segment.append_offset_limit
-                    or max_timestamp > segment.roll_timestamp_limit):
-                segment = self._maybe_roll(segment, size, last_offset, max_timestamp)
-            segment.append(mv, last_offset, max_timestamp, offset_of_max)
-            self.next_offset = last_offset + 1
-            if last_offset >= self._flush_offset:
-                self.flush()
-        finally:
-            lock.release()
-        return _new(AppendResult, (next_offset, last_offset, log_append_time, self.log_start_offset,
-                                   max_timestamp))
+        segment = self._active
+        size = len(data)
+        if (segment.size + size > self.config.segment_bytes or last_offset > segment.append_offset_limit
+                or max_timestamp > segment.roll_timestamp_limit):
+            segment = self._maybe_roll(segment, size, first_offset, last_offset, max_timestamp)
+        segment.append(data, last_offset, max_timestamp, offset_of_max_timestamp)
+        self.next_offset = last_offset + 1
+        if last_offset >= self._flush_offset:
+            self.flush()
+        return segment
 
-    def _maybe_roll(self, segment: LogSegment, size: int, last_offset: int, max_timestamp: int) -> LogSegment:
+    def _maybe_roll(self, segment: LogSegment, size: int, first_offset: int, last_offset: int,
+                    max_timestamp: int) -> LogSegment:
         """Kafka's LogSegment.shouldRoll: size, a relative offset past 32 bits, a full index, or
         time (from the segment's first timestamp; the clock only when it has none)."""
         config = self.config
         if size > config.segment_bytes:
-            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE, f"Message batch size is {size} bytes in append to partition "
-                                          f"{self.name}, which exceeds the maximum configured segment size "
+            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                             f"Message batch size is {size} bytes in append to partition "
+                             f"{self.name}, which exceeds the maximum configured segment size "
                                           f"of {config.segment_bytes}.")
         position = segment.size
         if (position > config.segment_bytes - size or last_offset - segment.base_offset > INT32_MAX
                 or segment.indexes_full()):
-            return self.roll()
+            return self.roll(first_offset)
         if position:
             first_ts = segment.rolling_based_timestamp
             if first_ts is not None and first_ts >= 0:
@@ -228,20 +173,23 @@ class Log:
             else:
                 waited = segment.time_waited_for_roll(self._clock(), max_timestamp)
             if waited > config.segment_ms - segment.roll_jitter_ms:
-                return self.roll()
+                return self.roll(first_offset)
         return segment
 
-    def roll(self) -> LogSegment:
-        """Start a new active segment at the log end offset; fsync the old one in the background."""
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (or at ``expected_next_offset`` when a
+        follower's batches start above it); fsync the old one in the background."""
         with self._lock:
             old = self.active_segment
-            new_base = self.next_offset
+            new_base = self.next_offset if expected_next_offset is None else max(self.next_offset, expected_next_offset)
             if old.base_offset == new_base and old.size == 0:
                 return old
             old.on_become_inactive()
             new = LogSegment(self.dir, new_base, self.config, created_ms=self._clock())
             new.next_offset = new_base
             self._set_segments(self.segments + (new,))
+            if self.on_roll is not None:
+                self.on_roll(new)
         self._scheduler.schedule(f"flush-{self.name}", lambda: self.flush(new_base))
         return new
 
@@ -264,38 +212,50 @@ class Log:
         self.last_flush_ms = self._clock()
 
     # -- read -----------------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, upper_bound: int | None = None,
-             min_one_message: bool = True) -> FetchResult:
+    def read(self, offset: int, max_bytes: int, max_offset_metadata: LogOffsetMetadata | None = None,
+             min_one_message: bool = True, include_aborted_txns: bool = False) -> FetchDataInfo:
         """Whole batches from the one holding ``offset``, at most ``max_bytes`` (but the first
-        batch always whole when ``min_one_message``), none at or past ``upper_bound`` (e.g. the
-        high watermark). Raises OFFSET_OUT_OF_RANGE below the log start or above the log end.
+        batch always whole when ``min_one_message``), none at or past ``max_offset_metadata``
+        (default: the log end). A bound with a position in a segment is used without an index
+        lookup. Raises OFFSET_OUT_OF_RANGE below the log start or above the log end.
+        ``include_aborted_txns`` adds the aborted transactions overlapping what was read.
         """
         segments, bases = self._view
         start_offset, end_offset = self.log_start_offset, self.next_offset
         if offset < start_offset or offset > end_offset:
-            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Received request for offset {offset} for partition {self.name}, but we "
-                                        f"only have log segments in the range {start_offset} to {end_offset}.")
-        bound = end_offset if upper_bound is None else min(upper_bound, end_offset)
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Received request for offset {offset} for partition {self.name}, but we only have "
+                             f"log segments in the range {start_offset} to {end_offset}.")
+        if max_offset_metadata is None or max_offset_metadata.message_offset >= end_offset:
+            max_offset_metadata = self.log_end_offset_metadata
+        bound = max_offset_metadata.message_offset
         slices: list[FileSlice] = []
+        aborted = [] if include_aborted_txns else None
         if offset >= bound:
-            return FetchResult(slices, start_offset, end_offset)
+            meta = max_offset_metadata if offset == bound else self.convert_to_offset_metadata(offset)
+            return FetchDataInfo(meta, FetchResult(slices, start_offset, end_offset), aborted)
+        bound_base = -1 if max_offset_metadata.message_offset_only else max_offset_metadata.segment_base_offset
         remaining = max_bytes
         i = max(bisect.bisect_right(bases, offset) - 1, 0)
-        first = True
+        fetch_meta = None
+        last_segment = last_stop = None
         while i < len(segments) and segments[i].base_offset < bound:
             segment = segments[i]
             i += 1
             end = segment.size
             max_position = end
-            if bound < segment.next_offset:
+            if segment.base_offset == bound_base:
+                max_position = max_offset_metadata.relative_position_in_segment
+            elif bound < segment.next_offset:
                 stop_info = segment.translate_offset(bound, end)
                 max_position = stop_info.position if stop_info else end
             start = 0
-            if first:
+            if fetch_meta is None:
                 start_info = segment.translate_offset(offset, max_position)
                 if start_info is None:
                     continue  # nothing at or after ``offset`` here (compacted gap): next segment
                 start = start_info.position
+                fetch_meta = LogOffsetMetadata(offset, segment.base_offset, start)
             if start >= max_position:
                 break
             if start + remaining >= max_position:
@@ -303,26 +263,41 @@ class Log:
             else:
                 stop = segment.end_of_whole_batches(start, start + remaining)
                 if stop == start:
-                    if not (first and min_one_message and not slices):
+                    if not (min_one_message and not slices):
                         break
-                    stop = start + (start_info.size if first else 0)
+                    stop = start + start_info.size
             slices.append(FileSlice(segment.fd, start, stop - start))
+            last_segment, last_stop = segment, stop
             remaining -= stop - start
-            first = False
             if stop < max_position or remaining <= 0:
                 break
-        return FetchResult(slices, start_offset, end_offset)
+        if fetch_meta is None:   # every record from ``offset`` on was compacted away
+            fetch_meta = self.log_end_offset_metadata
+        if include_aborted_txns and last_segment is not None:
+            upper = last_segment.fetch_upper_bound_offset(last_stop)
+            if upper is None:
+                j = bisect.bisect_right(bases, last_segment.base_offset)
+                upper = bases[j] if j < len(bases) else end_offset
+            aborted = self.collect_aborted_transactions(offset, upper)
+        return FetchDataInfo(fetch_meta, FetchResult(slices, start_offset, end_offset), aborted)
 
-    def batch_headers(self, from_offset: int = 0):
-        """Headers of the batches from the one holding ``from_offset`` (producer-state rebuilds)."""
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list:
+        """Aborted transactions overlapping [start_offset, upper_bound_offset), from the segment
+        holding ``start_offset`` on, until an entry's LSO shows no later one can overlap."""
         segments, bases = self._view
-        i = max(bisect.bisect_right(bases, from_offset) - 1, 0)
-        for segment in segments[i:]:
-            start_info = segment.translate_offset(from_offset) if segment.base_offset <= from_offset else None
-            start = start_info.position if start_info else 0
-            if segment.base_offset <= from_offset and start_info is None:
-                continue
-            yield from segment.batches(start)
+        found = []
+        for segment in segments[max(bisect.bisect_right(bases, start_offset) - 1, 0):]:
+            txns, complete = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+            found += txns
+            if complete:
+                break
+        return found
+
+    def convert_to_offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where ``offset``'s batch starts; raises OFFSET_OUT_OF_RANGE outside the log."""
+        if offset == self.next_offset:
+            return self.log_end_offset_metadata
+        return self.read(offset, 1, None, False).fetch_offset_metadata
 
     # -- offsets by timestamp -------------------------------------------------------------
     def fetch_offset_by_timestamp(self, target: int) -> TimestampAndOffset | None:
@@ -388,8 +363,9 @@ class Log:
         """DeleteRecords: records below ``new_start`` become unreadable; whole segments go later."""
         with self._lock:
             if new_start > self.next_offset:
-                raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Cannot increment the log start offset to {new_start} of partition "
-                                            f"{self.name} since it is larger than the log end offset "
+                raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                 f"Cannot increment the log start offset to {new_start} of partition "
+                                 f"{self.name} since it is larger than the log end offset "
                                             f"{self.next_offset}")
             if new_start > self.log_start_offset:
                 self.log_start_offset = new_start
@@ -515,7 +491,6 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self.config = config
-            self._set_fast()
             self.recovery_point = self.recovery_point   # flush.messages may have changed
             for segment in self.segments:
                 segment.config = config
@@ -531,7 +506,6 @@ class Log:
             for segment in self.segments:
                 segment.close()
             self.closed = True
-            self._set_fast()
 
     def delete(self) -> None:
         """Remove the whole partition directory (topic deletion)."""
@@ -539,12 +513,11 @@ class Log:
             for segment in self.segments:
                 segment.delete()
             self.closed = True
-            self._set_fast()
         for name in os.listdir(self.dir):
             os.unlink(os.path.join(self.dir, name))
         os.rmdir(self.dir)
 
     def __repr__(self):
-        return (f"Log({self.name}, start={self.log_start_offset}, end={self.next_offset}, "
+        return (f"LocalLog({self.name}, start={self.log_start_offset}, end={self.next_offset}, "
                 f"segments={len(self.segments)})")
 
