@@ -64,8 +64,9 @@ def floor_produce_decoder():
     bounds check per batch. It refuses any other shape, so it is no codec; `--floor` times it to
     show how close the generated decoder is to the floor and whether 3x was reachable at all."""
     import struct
-    from kafka_compat.protocol.messages.produce import (
-        _ProduceRequest_PartitionProduceData as Partition, _ProduceRequest_TopicProduceData as Topic)
+
+    from kafka_compat.protocol.messages.produce import _ProduceRequest_PartitionProduceData as Partition
+    from kafka_compat.protocol.messages.produce import _ProduceRequest_TopicProduceData as Topic
     from kafka_compat.protocol.primitives import ZERO_UUID, new
     head = struct.Struct(">hiB").unpack_from
     index_and_length = struct.Struct(">iBBB").unpack_from

@@ -31,8 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import platform
+import resource
 import statistics
 import sys
 import time

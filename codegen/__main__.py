@@ -5,8 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .model import SchemaError, load
 from .emit import generate
+from .model import SchemaError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "schemas"

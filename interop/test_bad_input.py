@@ -19,9 +19,9 @@ import pytest
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
 
-from kafka_compat.testing import EmbeddedBroker  # noqa: E402
-
 from test_clients import WAIT, unique  # noqa: E402
+
+from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
 BAD = {
     "garbage": b"\x00\x00\x00\x08" + b"\xde\xad\xbe\xef" * 2,

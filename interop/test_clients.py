@@ -23,9 +23,8 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 import peers
+import pytest
 
 from kafka_compat.testing import EmbeddedBroker
 

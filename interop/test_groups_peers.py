@@ -18,13 +18,23 @@ import pytest
 kafka = pytest.importorskip("kafka")
 
 import peers  # noqa: E402
+from test_groups_support import (  # noqa: E402
+    BROKER,
+    PARTITIONS,
+    Member,
+    balanced,
+    expect_each_once,
+    membership_scenario,
+    new_topic,
+    produce,
+    restart_scenario,
+    resume_scenario,
+    static_restart_scenario,
+    unique,
+    wait_until,
+)
 
 from kafka_compat.testing import EmbeddedBroker  # noqa: E402
-
-from test_groups_support import (  # noqa: E402
-    BROKER, PARTITIONS, Member, balanced, expect_each_once, membership_scenario, new_topic, produce,
-    restart_scenario, resume_scenario, static_restart_scenario, unique, wait_until,
-)
 
 JAVA_GROUP_TOOL = r'''
 import java.time.Duration;

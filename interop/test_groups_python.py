@@ -15,12 +15,24 @@ import pytest
 
 kafka = pytest.importorskip("kafka")
 
-from kafka_compat.testing import EmbeddedBroker  # noqa: E402
-
 from test_groups_support import (  # noqa: E402
-    BROKER, PARTITIONS, balanced, expect_each_once, group_description, membership_scenario, new_topic, produce,
-    python_member, restart_scenario, resume_scenario, static_restart_scenario, unique, wait_until,
+    BROKER,
+    PARTITIONS,
+    balanced,
+    expect_each_once,
+    group_description,
+    membership_scenario,
+    new_topic,
+    produce,
+    python_member,
+    restart_scenario,
+    resume_scenario,
+    static_restart_scenario,
+    unique,
+    wait_until,
 )
+
+from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
 CLIENTS = ["kafka-python", "confluent-kafka", "aiokafka"]
 

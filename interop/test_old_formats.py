@@ -17,14 +17,12 @@ import pytest
 
 kafka = pytest.importorskip("kafka")
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
-
 import peers  # noqa: E402
-
-from kafka_compat.testing import EmbeddedBroker  # noqa: E402
-
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from test_clients import WAIT, base_timestamp, stored_batches  # noqa: E402
 from test_groups_support import new_topic  # noqa: E402
+
+from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
 PER_CLIENT = 300
 OLD = {0: (0, 9, 0), 1: (0, 10, 0)}          # magic -> the kafka-python api_version that writes it

@@ -15,10 +15,9 @@ import pytest
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
+from test_clients import PARTITIONS, WAIT, unique  # noqa: E402
 
 from kafka_compat.testing import EmbeddedBroker  # noqa: E402
-
-from test_clients import PARTITIONS, WAIT, unique  # noqa: E402
 
 COUNT = 3000
 

@@ -19,18 +19,30 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kafka_compat.configdef import LONG_MAX
+from kafka_compat.protocol.batch_header import crc_valid
 from kafka_compat.protocol.compression import ZSTD
+from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import (
-    ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, CREATE_TIME, LEGACY_ATTRIBUTES_OFFSET, LOG_APPEND_TIME, NO_TIMESTAMP,
-    CorruptRecordError, LegacyMessage, RecordBatch, build_legacy_message_set, set_base_offset, set_legacy_offset,
-    set_legacy_timestamp, set_max_timestamp,
-    set_partition_leader_epoch, split_batches,
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CREATE_TIME,
+    LEGACY_ATTRIBUTES_OFFSET,
+    LOG_APPEND_TIME,
+    NO_TIMESTAMP,
+    CorruptRecordError,
+    LegacyMessage,
+    RecordBatch,
+    build_legacy_message_set,
+    set_base_offset,
+    set_legacy_offset,
+    set_legacy_timestamp,
+    set_max_timestamp,
+    set_partition_leader_epoch,
+    split_batches,
 )
 
-from kafka_compat.configdef import LONG_MAX
 from .log_config import LogConfig
-from kafka_compat.protocol.errors import ErrorCode, KafkaError
-from kafka_compat.protocol.batch_header import crc_valid
 
 CLIENT = "client"            # Kafka's AppendOrigin.CLIENT: every client-only rule applies
 COORDINATOR = "coordinator"  # group/transaction coordinators write their own batches

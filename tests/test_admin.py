@@ -17,13 +17,22 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection  # noqa: E402
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,  # noqa: E402
-                                   ConfigSource, NewPartitions, NewTopic, ResourceType)
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+from kafka.admin import ConfigResource as KConfigResource  # noqa: E402
+from kafka.admin import ConfigResourceType as KType
 from kafka.admin import KafkaAdminClient  # noqa: E402
 from kafka.admin import NewTopic as KNewTopic  # noqa: E402
-from kafka.admin import ConfigResource as KConfigResource, ConfigResourceType as KType  # noqa: E402
-
 from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF  # noqa: E402
+
 from kafka_compat.protocol.errors import ErrorCode  # noqa: E402
 from kafka_compat.protocol.frames import request_header_version, response_header_version  # noqa: E402
 from kafka_compat.protocol.messages import APIS  # noqa: E402
@@ -312,9 +321,9 @@ def test_broker_logger_levels(broker):
 def test_delete_topics_disabled_answers_every_topic():
     """Decided before any topic is looked at, so a handler with only its config (no cache, no controller)
     shows it."""
-    from kafka_compat.server.kafka_config import BrokerConfig
     from kafka_compat.protocol.frames import Request
     from kafka_compat.server.delete_topics import DeleteTopicsApi
+    from kafka_compat.server.kafka_config import BrokerConfig
     api = DeleteTopicsApi(BrokerConfig({"delete.topic.enable": "false"}), metadata_cache=None, controller=None)
     for version, code in [(2, ErrorCode.INVALID_REQUEST), (5, ErrorCode.TOPIC_DELETION_DISABLED)]:
         req = Request(20, version, 1, "t", None, DeleteTopicsRequest(topic_names=["a", "b"]), APIS[20])

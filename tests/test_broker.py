@@ -6,21 +6,18 @@ import os
 import struct
 
 import pytest
+from schema_values import SCHEMAS
+from wire import AsyncWireClient, WireClient, encode_request
 
-from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.protocol.errors import ErrorCode
-from kafka_compat.protocol.messages import APIS
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.protocol.messages.fetch import FetchRequest
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import RecordBatch, build_batch
-from kafka_compat.server.broker import Broker
-from kafka_compat.server.broker import advertised_api_versions
+from kafka_compat.server.broker import Broker, advertised_api_versions
+from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.testing import EmbeddedBroker
-
-from schema_values import SCHEMAS
-from wire import AsyncWireClient, WireClient, encode_request
 
 
 @pytest.fixture(scope="module")

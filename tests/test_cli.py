@@ -4,14 +4,14 @@ import socket
 import subprocess
 import sys
 
+from kafka_compat.storage.checkpoint import CLEAN_SHUTDOWN_FILE
+from wire import WireClient
+
 from kafka_compat.cli import build_config
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import build_batch
 from kafka_compat.testing import EmbeddedBroker
-from kafka_compat.storage.checkpoint import CLEAN_SHUTDOWN_FILE
-
-from wire import WireClient
 
 
 def test_properties_file_beats_embedded_defaults_and_flags_beat_the_file(tmp_path):

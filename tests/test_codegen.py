@@ -6,18 +6,16 @@ import random
 import subprocess
 import sys
 import tracemalloc
-from pathlib import Path
 
 import pytest
+from kafka_compat.codegen.emit import LAYOUT_MIN
+from schema_values import ROOT, all_messages, make_value
 
 from kafka_compat.protocol.messages import APIS
 from kafka_compat.protocol.messages.fetch import FetchResponse
 from kafka_compat.protocol.messages.metadata import MetadataResponse
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.primitives import DecodeError
-from kafka_compat.codegen.emit import LAYOUT_MIN
-
-from schema_values import ROOT, all_messages, make_value
 
 MESSAGES = all_messages()
 CASES = [(m, cls, v) for m, cls in MESSAGES for v in m.version_list()]

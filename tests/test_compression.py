@@ -11,7 +11,16 @@ import zstandard
 
 from kafka_compat.protocol import compression as c
 from kafka_compat.protocol.compression import (
-    GZIP, LZ4, NONE, SNAPPY, ZSTD, CompressionError, DecompressedSizeError, compress, decompress)
+    GZIP,
+    LZ4,
+    NONE,
+    SNAPPY,
+    ZSTD,
+    CompressionError,
+    DecompressedSizeError,
+    compress,
+    decompress,
+)
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 PAYLOADS = {

@@ -7,7 +7,11 @@ import pytest
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.frames import (
-    FrameError, FrameReader, InvalidRequest, UnsupportedApiVersionsRequest, parse_request,
+    FrameError,
+    FrameReader,
+    InvalidRequest,
+    UnsupportedApiVersionsRequest,
+    parse_request,
     unsupported_api_versions_response,
 )
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse

@@ -13,7 +13,7 @@ import pytest
 
 from kafka_compat.protocol.frames import parse_request, request_header_version, response_header_version
 from kafka_compat.protocol.messages import APIS
-from kafka_compat.protocol.messages.headers import RequestHeader, ResponseHeader
+from kafka_compat.protocol.messages.headers import ResponseHeader
 
 FRAMES = Path(__file__).parent / "golden" / "frames"
 

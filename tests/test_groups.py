@@ -15,12 +15,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from wire import AsyncWireClient, WireClient, decode_response
 
-from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.group.coordinator_records import (
-    GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata, group_metadata_key, java_string_hash, offset_commit_key,
-    offset_commit_value, partition_for, read_key, read_offset_value,
+    GROUP_METADATA_TOPIC_NAME,
+    OffsetAndMetadata,
+    group_metadata_key,
+    java_string_hash,
+    offset_commit_key,
+    offset_commit_value,
+    partition_for,
+    read_key,
+    read_offset_value,
 )
+from kafka_compat.group.group_metadata_manager import GroupMetadataManager
 from kafka_compat.protocol.errors import ErrorCode as E
 from kafka_compat.protocol.frames import parse_request
 from kafka_compat.protocol.messages import APIS
@@ -38,11 +46,9 @@ from kafka_compat.protocol.messages.offset_delete import OffsetDeleteRequest
 from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
 from kafka_compat.protocol.records import batches
-from kafka_compat.group.group_metadata_manager import GroupMetadataManager
 from kafka_compat.server.broker import Broker
+from kafka_compat.server.kafka_config import BrokerConfig
 from kafka_compat.testing import EmbeddedBroker
-
-from wire import AsyncWireClient, WireClient, decode_response
 
 FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 8, 9, 11, 12, 13, 14
 DESCRIBE, LIST, DELETE, OFFSET_DELETE = 15, 16, 42, 47

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from wire import WireClient
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.init_producer_id import InitProducerIdRequest
@@ -13,8 +14,6 @@ from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import build_batch
 from kafka_compat.testing import EmbeddedBroker
-
-from wire import WireClient
 
 
 @pytest.fixture

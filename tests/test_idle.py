@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import pytest
+from wire import WireClient
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.protocol.messages.fetch import FetchRequest
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.testing import EmbeddedBroker
-
-from wire import WireClient
 
 IDLE_MS = 400
 

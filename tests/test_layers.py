@@ -12,6 +12,7 @@ rule fails when a forbidden import is added.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import tomllib
 from pathlib import Path
@@ -59,13 +60,17 @@ def is_package(name: str, files: dict[str, Path]) -> bool:
     return files[name].name == "__init__.py"
 
 
-def all_imports() -> dict[str, set[str]]:
+@functools.cache
+def _import_graph() -> tuple:
     files = module_files()
-    out = {}
-    for name, path in files.items():
-        qual = name + ".__init__" if is_package(name, files) else name
-        out[name] = imports_of(qual, path.read_text())
-    return out
+    return tuple((name, frozenset(imports_of(name + ".__init__" if is_package(name, files) else name,
+                                             path.read_text())))
+                 for name, path in files.items())
+
+
+def all_imports() -> dict[str, set[str]]:
+    """module -> everything it imports (parsed once per test run; a fresh copy each call)."""
+    return {name: set(imported) for name, imported in _import_graph()}
 
 
 def under(name: str, *prefixes: str) -> bool:
@@ -94,7 +99,8 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
                     module, "kafka_compat.network", "kafka_compat.server.broker"):
                 bad.append(f"{module} imports the network layer ({target}); only the composition root may")
             if under(target, "kafka_compat.storage.log_manager") and not under(
-                    module, "kafka_compat.storage", "kafka_compat.server.broker", "kafka_compat.server.replica_manager"):
+                    module, "kafka_compat.storage", "kafka_compat.server.broker",
+                    "kafka_compat.server.replica_manager"):
                 bad.append(f"{module} builds storage ({target}); only the composition root may")
     return sorted(bad)
 
@@ -112,7 +118,7 @@ def log_touchers(files: dict[str, Path]) -> list[str]:
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if LOG_TOUCH.search(line):
-                bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+                bad.append(f"{path}:{n}: {line.strip()}")
     return bad
 
 

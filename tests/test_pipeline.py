@@ -7,6 +7,7 @@ still wait their turn, and everything sent in one burst must be answered.
 from __future__ import annotations
 
 import pytest
+from wire import WireClient, decode_response, encode_request
 
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.protocol.messages.fetch import FetchRequest
@@ -14,7 +15,6 @@ from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import build_batch
 from kafka_compat.testing import EmbeddedBroker
-from wire import WireClient, decode_response, encode_request
 
 
 @pytest.fixture(scope="module")

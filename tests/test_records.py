@@ -12,10 +12,24 @@ from test_compression import damaged_copies
 from kafka_compat.protocol import records as R
 from kafka_compat.protocol.compression import DecompressedSizeError, compress
 from kafka_compat.protocol.records import (
-    ControlRecordType, CorruptRecordError, LegacyMessage, RecordBatch, batches,
-    build_batch, build_control_batch, build_legacy_message_set, control_record_type,
-    end_transaction_marker, iter_batches, set_base_offset, set_legacy_offset,
-    set_legacy_timestamp, set_max_timestamp, set_partition_leader_epoch, split_batches)
+    ControlRecordType,
+    CorruptRecordError,
+    LegacyMessage,
+    RecordBatch,
+    batches,
+    build_batch,
+    build_control_batch,
+    build_legacy_message_set,
+    control_record_type,
+    end_transaction_marker,
+    iter_batches,
+    set_base_offset,
+    set_legacy_offset,
+    set_legacy_timestamp,
+    set_max_timestamp,
+    set_partition_leader_epoch,
+    split_batches,
+)
 
 CODECS = [0, 1, 2, 3, 4]
 LEGACY_CODECS = [0, 1, 2, 3]

@@ -6,6 +6,10 @@ import asyncio
 import os
 
 import pytest
+from kafka_compat.storage import checkpoint
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.log_manager import LogManager
+from kafka_compat.storage.unified_log import FetchIsolation
 
 from kafka_compat.protocol.batch_header import parse_header
 from kafka_compat.protocol.errors import ErrorCode
@@ -13,10 +17,6 @@ from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.server.delayed_fetch import FetchParams, PartitionFetchInfo
 from kafka_compat.server.metadata_cache import PartitionState
 from kafka_compat.server.replica_manager import ReplicaManager
-from kafka_compat.storage import checkpoint
-from kafka_compat.storage.log_config import LogConfig
-from kafka_compat.storage.log_manager import LogManager
-from kafka_compat.storage.unified_log import FetchIsolation
 
 ME, OTHER = 1, 2
 T = "t"

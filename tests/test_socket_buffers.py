@@ -8,12 +8,11 @@ import socket
 import subprocess
 
 import pytest
+from wire import WireClient
 
 from kafka_compat.network.connection import set_buffer_sizes
 from kafka_compat.protocol.messages.api_versions import ApiVersionsRequest
 from kafka_compat.testing import EmbeddedBroker
-
-from wire import WireClient
 
 
 def test_configured_sizes_are_set_and_minus_one_keeps_the_default():

@@ -14,13 +14,19 @@ from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode
 from ..purgatory import DelayedOperationPurgatory
+from .coordinator_records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
 from .delayed import (
-    DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin, join_key, member_key, sync_key,
+    DelayedHeartbeat,
+    DelayedJoin,
+    DelayedSync,
+    InitialDelayedJoin,
+    join_key,
+    member_key,
+    sync_key,
 )
 from .group import ClassicGroup, GroupState, JoinResult, SyncResult, now_ms
 from .group_metadata_manager import GroupMetadataManager
 from .member import MemberMetadata
-from .coordinator_records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
 
 log = logging.getLogger(__name__)
 

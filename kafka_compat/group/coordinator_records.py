@@ -12,7 +12,10 @@ import struct
 from typing import NamedTuple
 
 from ..protocol.messages.consumer_offsets import (
-    GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
 )
 
 _VERSION = struct.Struct(">h")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.consumer_protocol import ConsumerProtocolSubscription
-from .member import MemberMetadata
 from .coordinator_records import OffsetAndMetadata
+from .member import MemberMetadata
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,23 @@ from kafka_compat.storage.validator import COORDINATOR
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.consumer_offsets import GroupMetadataValue
-from ..protocol.records import batches, build_batch, control_record_type, ControlRecordType
+from ..protocol.records import ControlRecordType, batches, build_batch, control_record_type
+from .coordinator_records import (
+    GROUP_METADATA_TOPIC_NAME,
+    GroupKey,
+    OffsetAndMetadata,
+    OffsetKey,
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    offset_commit_value,
+    partition_for,
+    read_group_value,
+    read_key,
+    read_offset_value,
+)
 from .group import ClassicGroup, GroupState, now_ms
 from .member import MemberMetadata
-from .coordinator_records import (
-    GROUP_METADATA_TOPIC_NAME, GroupKey, OffsetAndMetadata, OffsetKey, group_metadata_key,
-    group_metadata_value, offset_commit_key, offset_commit_value, partition_for, read_group_value,
-    read_key, read_offset_value,
-)
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +106,8 @@ def read_offsets_partition(replica_manager, index: int, load_buffer_size: int):
     pending: dict[int, dict[OffsetKey, OffsetAndMetadata | None]] = {}
     position, end = replica_manager.log_offsets(GROUP_METADATA_TOPIC_NAME, index)
     while position < end:
-        data = replica_manager.read_local(GROUP_METADATA_TOPIC_NAME, index, position, load_buffer_size).records.read_bytes()
+        data = replica_manager.read_local(GROUP_METADATA_TOPIC_NAME, index, position,
+                                          load_buffer_size).records.read_bytes()
         if not data:
             break
         for batch in batches(data):

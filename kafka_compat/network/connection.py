@@ -22,8 +22,13 @@ import time
 from collections import deque
 
 from ..protocol.frames import (
-    FrameError, FrameReader, InvalidRequest, UnsupportedApiVersionsRequest, encode_response,
-    parse_request, unsupported_api_versions_response,
+    FrameError,
+    FrameReader,
+    InvalidRequest,
+    UnsupportedApiVersionsRequest,
+    encode_response,
+    parse_request,
+    unsupported_api_versions_response,
 )
 
 log = logging.getLogger(__name__)

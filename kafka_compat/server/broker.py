@@ -90,7 +90,8 @@ class Broker:
             retention_check_interval_ms=cfg["log.retention.check.interval.ms"],
             flush_check_interval_ms=min(cfg["log.flush.scheduler.interval.ms"], 1000),
             checkpoint_interval_ms=cfg["log.flush.offset.checkpoint.interval.ms"] or 60000,
-            cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"])
+            cleaner_enabled=cfg["log.cleaner.enable"], cleaner_backoff_ms=cfg["log.cleaner.backoff.ms"],
+            producer_id_expiration_ms=cfg["producer.id.expiration.ms"])
         # Loading recovers logs after an unclean shutdown: keep that off the event loop.
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(

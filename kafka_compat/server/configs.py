@@ -73,7 +73,8 @@ class ConfigsApi:
             lg = _logger(c.name)
             if op == DELETE:
                 if c.name == ROOT_LOGGER:
-                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
+                    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                     "Removing the log level of the root logger is not allowed")
                 changes.append((lg, logging.NOTSET))
             elif c.value not in LOG4J_LEVELS:
                 raise KafkaError(ErrorCode.INVALID_CONFIG,
@@ -95,7 +96,7 @@ class ConfigsApi:
             topic = self.metadata_cache.get(name)
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-            entries = effective_topic_config(self.config, topic.configs).values()
+            entries = effective_topic_config(self.config, self.controller.topic_configs(name)).values()
             return [_entry(e, synonyms, docs) for e in entries]
         if rtype == BROKER:
             if not name:
@@ -170,7 +171,8 @@ class ConfigsApi:
                 changed[key] = value
         static = sorted(k for k in changed if k in BROKER_CONFIG_DEF and k not in DYNAMIC_BROKER_CONFIGS)
         if static:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(static)})")
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Cannot update these configs dynamically: Set({', '.join(static)})")
         for key, value in changed.items():
             if key in BROKER_CONFIG_DEF:
                 try:
@@ -218,7 +220,7 @@ class ConfigsApi:
             _check_request_configs(r.configs, null_ok=lambda c: c.config_operation == DELETE)
             if r.resource_type == TOPIC:
                 topic = self.metadata_cache.get(r.resource_name)
-                new = apply_ops(topic.configs if topic else {}, r.configs)
+                new = apply_ops(self.controller.topic_configs(r.resource_name) if topic else {}, r.configs)
                 self._set_topic_configs(r.resource_name, new, req.validate_only)
             elif r.resource_type == BROKER:
                 self._alter_broker(r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs])

@@ -28,7 +28,8 @@ class CreateTopicsApi:
     def check_replicas(self, broker_ids: list[int], replication_factor: int | None) -> None:
         """Kafka's manual-assignment rules: live brokers, each once, one replication factor."""
         if not broker_ids:
-            _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list.")
+            _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                  "The manual partition assignment includes an empty replica list.")
         previous = None
         for b in sorted(broker_ids):
             if not self.metadata_cache.is_alive(b):
@@ -61,7 +62,8 @@ class CreateTopicsApi:
                 seen.add(a.partition_index)
                 rf = len(a.broker_ids)
             if seen != set(range(len(seen))):
-                _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence")
+                _fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      "partitions should be a consecutive 0-based integer sequence")
             return len(seen), rf
         if t.replication_factor < -1 or t.replication_factor == 0:
             _fail(ErrorCode.INVALID_REPLICATION_FACTOR,

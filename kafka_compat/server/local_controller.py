@@ -36,10 +36,14 @@ class LocalController:
         for topic in list(self.topics.topics.values()):
             self._publish(topic, 0)
 
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        """A topic's config overrides (Kafka's ConfigRepository.topicConfig); {} for none."""
+        t = self.topics.get(topic)
+        return dict(t.configs) if t is not None else {}
+
     def log_config(self, topic: str) -> LogConfig:
         """The broker's topic defaults under the topic's overrides, as storage wants them."""
-        t = self.topics.get(topic)
-        return log_config(self.config, t.configs if t is not None else {})
+        return log_config(self.config, self.topic_configs(topic))
 
     def _publish(self, topic: Topic, first_new: int) -> None:
         me = self.broker_id

@@ -70,13 +70,15 @@ class LogReadResult(NamedTuple):
 
 class Partition:
     def __init__(self, topic: str, index: int, topic_id: bytes, local_broker_id: int, log: UnifiedLog,
-                 clock=now_ms):
+                 clock=now_ms, on_high_watermark_moved=None):
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
         self.local_broker_id = local_broker_id
         self.log = log
         self.clock = clock
+        # called with the partition's key when a follower's fetch moves the HW: delayed produces may complete
+        self.on_high_watermark_moved = on_high_watermark_moved or (lambda key: None)
         self.key = (topic, index)               # the purgatories' watch key, built once
         self.leader_id = NO_LEADER
         self.leader_epoch = -1
@@ -272,6 +274,8 @@ class Partition:
         replica.log_start_offset = follower_start_offset
         replica.last_fetch_leader_log_end_offset = leader_end_offset
         replica.last_fetch_time_ms = now
+        if self.maybe_increment_leader_hw():
+            self.on_high_watermark_moved(self.key)
 
     def fetch_offset_snapshot(self):
         return self.log.fetch_offset_snapshot()

@@ -116,7 +116,8 @@ class ReplicaManager:
                 hw = self._hw_checkpoints.pop((topic, index), None)
                 if hw is not None:
                     log_.update_high_watermark(hw)
-                partition = Partition(topic, index, topic_id, self.broker_id, log_)
+                partition = Partition(topic, index, topic_id, self.broker_id, log_,
+                                      on_high_watermark_moved=self._complete_delayed)
                 self.partitions[(topic, index)] = partition
             elif state.leader_epoch < partition.leader_epoch:
                 errors[index] = ErrorCode.STALE_CONTROLLER_EPOCH

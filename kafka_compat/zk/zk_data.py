@@ -365,7 +365,8 @@ class BrokerInfo:
         if version < 1:
             raise ZkDataError(f"{what}: unsupported version {version} of a broker registration")
         if version == 1:
-            endpoints = [EndPoint("PLAINTEXT", obj.string("host", nullable=True), obj.integer("port"), SecurityProtocol.PLAINTEXT)]
+            endpoints = [EndPoint("PLAINTEXT", obj.string("host", nullable=True), obj.integer("port"),
+                                  SecurityProtocol.PLAINTEXT)]
         else:
             pmap = obj.object("listener_security_protocol_map", None)
             protocols = None if pmap is None else {k: pmap.string(k) for k in pmap.value}

@@ -196,9 +196,8 @@ def _drain_sync(consumer, want: int, timeout: float = 30) -> int:
 # --- confluent-kafka -----------------------------------------------------------
 
 def confluent_kafka(bootstrap: str) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition, OFFSET_BEGINNING
-    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
-                                       NewTopic, OffsetSpec)
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, OffsetSpec
 
     base = {"bootstrap.servers": bootstrap, "client.id": "golden-confluent"}
     admin = AdminClient(base)

@@ -11,9 +11,8 @@ import json
 import struct
 import threading
 
-import pytest
-
 import capture
+import pytest
 
 MANIFESTS = sorted(capture.FRAMES_DIR.glob("*/manifest.json"))
 REQUEST_HEAD = struct.Struct(">hhi")
