@@ -254,6 +254,21 @@ def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names
     pairs = [(names[0], other) for other in names[1:]] + [(n, names[-1]) for n in names[1:-1]]
     for ours, theirs in pairs:
         report_pair(scenarios, medians, ours, theirs)
+    print()
+    for s in scenarios:             # one JSON line per scenario: every contender, ratios of each pair
+        line = {"scenario": s.name, "records": s.count, "record_bytes": s.size}
+        line.update((n, medians.get(n, {}).get(s.name)) for n in names)
+        for ours, theirs in pairs:
+            a, b = line[ours], line[theirs]
+            if not (a and b):
+                continue
+            suffix = "" if (ours, theirs) == pairs[0] else f"_{short(ours)}_vs_{short(theirs)}"
+            for key in ("mb_per_s", "records_per_s", "cpu_s_per_gb", "client_cpu_s_per_gb", "p50_ms", "p99_ms",
+                        "p999_ms", "peak_rss_mb"):
+                q = ratio(a, b, key)
+                if q is not None:
+                    line[f"ratio_{key}{suffix}"] = round(q, 3)
+        print(json.dumps(line, sort_keys=False))
 
 
 def report_pair(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], ours: str, theirs: str) -> None:
@@ -286,17 +301,6 @@ def report_pair(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], 
                fmt(ratio(a, b, "cpu_s_per_gb"), ".2f"), fmt(a.get("peak_rss_mb"), ".0f"),
                fmt(b.get("peak_rss_mb"), ".0f"), "; ".join(notes))
         print("| " + " | ".join(row) + " |")
-    print()
-    for s in scenarios:
-        a = medians.get(ours, {}).get(s.name)
-        b = medians.get(theirs, {}).get(s.name)
-        line = {"scenario": s.name, "records": s.count, "record_bytes": s.size, ours: a, theirs: b}
-        if a and b:
-            for key in ("mb_per_s", "records_per_s", "cpu_s_per_gb", "client_cpu_s_per_gb", "p50_ms", "p99_ms", "p999_ms", "peak_rss_mb"):
-                q = ratio(a, b, key)
-                if q is not None:
-                    line[f"ratio_{key}"] = round(q, 3)
-        print(json.dumps(line, sort_keys=False))
 
 
 def main(argv=None) -> int:
