@@ -8,13 +8,17 @@ through `wire_send`, a tiny blocking wire client standing in for the broker's ne
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import socket
 import struct
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+from kazoo.client import KazooClient
 from wire import decode_response, encode_request
 
 from kafka_compat.controller.kafka_controller import KafkaController
@@ -25,6 +29,7 @@ from kafka_compat.protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from kafka_compat.protocol.messages.stop_replica import StopReplicaResponse
 from kafka_compat.protocol.messages.update_metadata import UpdateMetadataResponse
 from kafka_compat.server.kafka_config import BrokerConfig
+from kafka_compat.testing import EmbeddedZooKeeper
 from kafka_compat.zk import zk_data as zd
 from kafka_compat.zk.kafka_zk_client import KafkaZkClient
 
@@ -87,6 +92,7 @@ class FakeBroker:
         self.received: list[Received] = []
         self.lock = threading.Lock()
         self.stop_replica_error = ErrorCode.NONE
+        self.on_update_metadata = None          # called with each UpdateMetadata body, on a server thread
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         self._closed = False
@@ -114,6 +120,8 @@ class FakeBroker:
                 request = parse_request(bytearray(frame))
                 with self.lock:
                     self.received.append(Received(request.api_key, request.api_version, request.body))
+                if request.api_key == UPDATE_METADATA and self.on_update_metadata is not None:
+                    self.on_update_metadata(request.body)
                 if self._closed:
                     return
                 conn.sendall(encode_response(request, self._answer(request.api_key, request.body)))
@@ -186,8 +194,11 @@ class Node:
             self.start_controller()
         return self
 
+    def config_object(self) -> BrokerConfig:
+        return broker_config(self.broker_id, **self.config)
+
     def start_controller(self) -> KafkaController:
-        self.controller = KafkaController(broker_config(self.broker_id, **self.config), self.zk, wire_send,
+        self.controller = KafkaController(self.config_object(), self.zk, wire_send,
                                           retry_backoff_ms=50, auto_rebalance_first_delay_s=self.first_rebalance_delay_s)
         self.controller.startup()
         return self.controller
@@ -200,3 +211,89 @@ class Node:
             self.zk.close()
         if self.fake is not None:
             self.fake.close()
+
+
+@pytest.fixture(scope="module", name="server")
+def server_fixture():
+    with EmbeddedZooKeeper() as zk:
+        yield zk
+
+
+@pytest.fixture(scope="module", name="raw")
+def raw_fixture(server):
+    zk = KazooClient(server.address)
+    zk.start()
+    yield zk
+    zk.stop()
+    zk.close()
+
+
+class Cluster:
+    """The nodes of one test, in one chroot; `znode(path)` reads JSON as Kafka's tools would."""
+
+    def __init__(self, server, raw):
+        self.chroot = f"/kafka-{uuid.uuid4().hex[:10]}"
+        self.connect = server.connect_string(self.chroot)
+        self.raw = raw
+        self.nodes: dict[int, Node] = {}
+
+    def start(self, broker_id: int, with_controller: bool = True, **kwargs) -> Node:
+        config = kwargs.pop("config", {})
+        node = Node(broker_id, self.connect, config=config, **kwargs)
+        self.nodes[broker_id] = node
+        return node.start(with_controller)
+
+    def controlled_by(self, controller_id: int, *others: int, **kwargs):
+        """The controller's broker first (it wins the election), then brokers without a controller."""
+        self.start(controller_id, **kwargs)
+        controller = self.active().controller
+        for broker_id in others:
+            self.start(broker_id, with_controller=False)
+        return controller
+
+    def kill(self, broker_id: int) -> None:
+        self.nodes.pop(broker_id).kill()
+
+    def close(self) -> None:
+        for node in list(self.nodes.values()):
+            node.kill()
+
+    def get(self, path: str):
+        return self.raw.get(self.chroot + path)
+
+    def znode(self, path: str):
+        data, _ = self.get(path)
+        return json.loads(data)
+
+    def exists(self, path: str) -> bool:
+        return self.raw.exists(self.chroot + path) is not None
+
+    def state(self, topic: str, partition: int) -> dict:
+        return self.znode(zd.topic_partition_state_path(topic, partition))
+
+    def active(self) -> Node:
+        return wait_until(lambda: next((n for n in self.nodes.values() if n.controller and n.controller.is_active),
+                                       None), what="an active controller")
+
+    def create_topic(self, topic: str, assignment: dict[int, list[int]]) -> bytes:
+        """What ZkAdminManager writes: the config znode, then the topic znode (the controller takes it from there)."""
+        any_zk = next(iter(self.nodes.values())).zk
+        any_zk.set_or_create_entity_configs("topics", topic, {})
+        topic_id = zd.random_uuid()
+        any_zk.create_topic_assignment(topic, topic_id, assignment)
+        return topic_id
+
+    def wait_state(self, topic: str, partition: int, **expected) -> dict:
+        def matches():
+            if not self.exists(zd.topic_partition_state_path(topic, partition)):
+                return None
+            state = self.state(topic, partition)
+            return state if all(state.get(k) == v for k, v in expected.items()) else None
+        return wait_until(matches, what=f"{topic}-{partition} state {expected}")
+
+
+@pytest.fixture(name="cluster")
+def cluster_fixture(server, raw):
+    c = Cluster(server, raw)
+    yield c
+    c.close()

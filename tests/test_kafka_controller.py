@@ -10,107 +10,27 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 
 import pytest
-from controller_cluster import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, Node, wait_until
-from kazoo.client import KazooClient
+from controller_cluster import (  # noqa: F401  (the fixtures)
+    LEADER_AND_ISR,
+    STOP_REPLICA,
+    UPDATE_METADATA,
+    cluster_fixture,
+    raw_fixture,
+    server_fixture,
+    wait_until,
+)
 
 from kafka_compat.controller.controller_event_manager import ControllerEvent
 from kafka_compat.controller.kafka_controller import PREFERRED_ELECTION, UNCLEAN_ELECTION
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.messages.alter_partition import AlterPartitionRequest
-from kafka_compat.testing import EmbeddedZooKeeper, zookeeper_missing
+from kafka_compat.testing import zookeeper_missing
 from kafka_compat.zk import zk_data as zd
 from kafka_compat.zk.zk_data import TopicPartition
 
 pytestmark = pytest.mark.skipif(zookeeper_missing() is not None, reason=str(zookeeper_missing()))
-
-
-@pytest.fixture(scope="module")
-def server():
-    with EmbeddedZooKeeper() as zk:
-        yield zk
-
-
-@pytest.fixture(scope="module")
-def raw(server):
-    zk = KazooClient(server.address)
-    zk.start()
-    yield zk
-    zk.stop()
-    zk.close()
-
-
-class Cluster:
-    """The nodes of one test, in one chroot; `znode(path)` reads JSON as Kafka's tools would."""
-
-    def __init__(self, server, raw):
-        self.chroot = f"/kafka-{uuid.uuid4().hex[:10]}"
-        self.connect = server.connect_string(self.chroot)
-        self.raw = raw
-        self.nodes: dict[int, Node] = {}
-
-    def start(self, broker_id: int, with_controller: bool = True, **kwargs) -> Node:
-        config = kwargs.pop("config", {})
-        node = Node(broker_id, self.connect, config=config, **kwargs)
-        self.nodes[broker_id] = node
-        return node.start(with_controller)
-
-    def controlled_by(self, controller_id: int, *others: int, **kwargs):
-        """The controller's broker first (it wins the election), then brokers without a controller."""
-        self.start(controller_id, **kwargs)
-        controller = self.active().controller
-        for broker_id in others:
-            self.start(broker_id, with_controller=False)
-        return controller
-
-    def kill(self, broker_id: int) -> None:
-        self.nodes.pop(broker_id).kill()
-
-    def close(self) -> None:
-        for node in list(self.nodes.values()):
-            node.kill()
-
-    def get(self, path: str):
-        return self.raw.get(self.chroot + path)
-
-    def znode(self, path: str):
-        data, _ = self.get(path)
-        return json.loads(data)
-
-    def exists(self, path: str) -> bool:
-        return self.raw.exists(self.chroot + path) is not None
-
-    def state(self, topic: str, partition: int) -> dict:
-        return self.znode(zd.topic_partition_state_path(topic, partition))
-
-    def active(self) -> Node:
-        return wait_until(lambda: next((n for n in self.nodes.values() if n.controller and n.controller.is_active),
-                                       None), what="an active controller")
-
-    def create_topic(self, topic: str, assignment: dict[int, list[int]]) -> bytes:
-        """What ZkAdminManager writes: the config znode, then the topic znode (the controller takes it from there)."""
-        any_zk = next(iter(self.nodes.values())).zk
-        any_zk.set_or_create_entity_configs("topics", topic, {})
-        topic_id = zd.random_uuid()
-        any_zk.create_topic_assignment(topic, topic_id, assignment)
-        return topic_id
-
-    def wait_state(self, topic: str, partition: int, **expected) -> dict:
-        def matches():
-            if not self.exists(zd.topic_partition_state_path(topic, partition)):
-                return None
-            state = self.state(topic, partition)
-            return state if all(state.get(k) == v for k, v in expected.items()) else None
-        return wait_until(matches, what=f"{topic}-{partition} state {expected}")
-
-
-@pytest.fixture
-def cluster(server, raw):
-    c = Cluster(server, raw)
-    yield c
-    c.close()
 
 
 def result(future, timeout: float = 20.0):
