@@ -21,6 +21,7 @@ import pytest
 from kazoo.client import KazooClient
 from wire import decode_response, encode_request
 
+from kafka_compat.controller.controller_event_manager import ControllerEvent
 from kafka_compat.controller.kafka_controller import KafkaController
 from kafka_compat.endpoint import EndPoint, SecurityProtocol
 from kafka_compat.protocol.errors import ErrorCode
@@ -47,6 +48,13 @@ def wait_until(condition, timeout: float = WAIT, what: str = "condition"):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def hold(controller: KafkaController) -> threading.Event:
+    """Hold the controller's event thread (behind what is queued now) until the returned event is set."""
+    gate = threading.Event()
+    controller._events.put(ControllerEvent("test-gate", gate.wait))
+    return gate
 
 
 def _read_exact(sock: socket.socket, n: int) -> bytes | None:
@@ -182,14 +190,15 @@ class Node:
     fake: FakeBroker | None = None
     controller: KafkaController | None = None
     broker_epoch: int = -1
+    info: zd.BrokerInfo | None = None
 
     def start(self, with_controller: bool = True) -> "Node":
         self.fake = FakeBroker(self.broker_id)
         self.zk = KafkaZkClient(self.connect, 6000).start()
         self.zk.create_top_level_paths()
-        info = zd.BrokerInfo(self.broker_id, [EndPoint("PLAINTEXT", "127.0.0.1", self.fake.port,
-                                                       SecurityProtocol.PLAINTEXT)], rack=self.rack)
-        self.broker_epoch = self.zk.register_broker(info)
+        self.info = zd.BrokerInfo(self.broker_id, [EndPoint("PLAINTEXT", "127.0.0.1", self.fake.port,
+                                                            SecurityProtocol.PLAINTEXT)], rack=self.rack)
+        self.broker_epoch = self.zk.register_broker(self.info)
         if with_controller:
             self.start_controller()
         return self
@@ -197,8 +206,13 @@ class Node:
     def config_object(self) -> BrokerConfig:
         return broker_config(self.broker_id, **self.config)
 
+    def register(self) -> int:
+        """Register again (after a session expiry): a new broker epoch."""
+        self.broker_epoch = self.zk.register_broker(self.info)
+        return self.broker_epoch
+
     def start_controller(self) -> KafkaController:
-        self.controller = KafkaController(self.config_object(), self.zk, wire_send,
+        self.controller = KafkaController(self.config_object(), self.zk, wire_send, register_broker=self.register,
                                           retry_backoff_ms=50, auto_rebalance_first_delay_s=self.first_rebalance_delay_s)
         self.controller.startup()
         return self.controller

@@ -17,12 +17,12 @@ from controller_cluster import (  # noqa: F401  (the fixtures)
     STOP_REPLICA,
     UPDATE_METADATA,
     cluster_fixture,
+    hold,
     raw_fixture,
     server_fixture,
     wait_until,
 )
 
-from kafka_compat.controller.controller_event_manager import ControllerEvent
 from kafka_compat.controller.kafka_controller import PREFERRED_ELECTION, UNCLEAN_ELECTION
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.messages.alter_partition import AlterPartitionRequest
@@ -82,8 +82,7 @@ def test_a_deposed_controller_cannot_write(cluster):
     second = cluster.start(2)
     cluster.create_topic("t", {0: [1, 2]})
     cluster.wait_state("t", 0, leader=1, isr=[1, 2])
-    gate = threading.Event()
-    first.controller._events.put(ControllerEvent("test-gate", gate.wait))
+    gate = hold(first.controller)
     shrink = AlterPartitionRequest(broker_id=1, broker_epoch=first.broker_epoch, topics=[
         AlterPartitionRequest.TopicData(topic_name="t", partitions=[AlterPartitionRequest.PartitionData(
             partition_index=0, leader_epoch=0, new_isr=[1], partition_epoch=0)])])
@@ -574,3 +573,35 @@ def test_deletion_of_an_unknown_topic_is_dropped_and_disabled_deletion_is_refuse
     cluster.nodes[1].zk.create_delete_topic_path("t")
     wait_until(lambda: not cluster.exists("/admin/delete_topics/ghost") and not cluster.exists("/admin/delete_topics/t"))
     assert cluster.exists(zd.topic_path("t"))
+
+
+def test_a_controller_whose_session_expires_resigns_registers_again_and_follows_the_new_one(cluster, server):
+    first = cluster.start(1)
+    assert cluster.active() is first
+    second = cluster.start(2)
+    old_epoch = first.broker_epoch
+    server.expire_session(first.zk.zk.client_id)
+    wait_until(lambda: second.controller.is_active, what="broker 2 to take over")
+    assert cluster.get("/controller_epoch")[0] == b"2"
+    wait_until(lambda: first.broker_epoch > old_epoch and first.controller.active_controller_id == 2,
+               what="broker 1 to register again and follow broker 2")
+    assert not first.controller.is_active
+    assert cluster.get("/brokers/ids/1")[1].czxid == first.broker_epoch
+    update = wait_until(lambda: [r for r in first.fake.requests(UPDATE_METADATA, controller_epoch=2)
+                                 if r.body.broker_epoch == first.broker_epoch], what="UpdateMetadata for the new epoch")
+    assert sorted(b.id for b in update[-1].body.live_brokers) == [1, 2]
+
+
+def test_a_bounced_broker_is_handled_as_a_failure_then_a_startup(cluster):
+    controller = cluster.controlled_by(3, 1, 2)
+    cluster.create_topic("t", {0: [1, 2]})
+    cluster.wait_state("t", 0, leader=1, isr=[1, 2])
+    gate = hold(controller)
+    cluster.kill(1)
+    back = cluster.start(1, with_controller=False)       # registered again before the controller looks
+    gate.set()
+    state = cluster.wait_state("t", 0, leader=2)
+    assert state["isr"] == [2] and state["leader_epoch"] == 1
+    told = wait_until(lambda: [r for r in back.fake.requests(LEADER_AND_ISR) if r.body.broker_epoch == back.broker_epoch])
+    [partition] = [p for t in told[-1].body.topic_states for p in t.partition_states]
+    assert (partition.leader, partition.isr, partition.replicas) == (2, [2], [1, 2])

@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import threading
 
 import pytest
-from controller_cluster import cluster_fixture, raw_fixture, server_fixture, wait_until  # noqa: F401  (fixtures)
+from controller_cluster import cluster_fixture, hold, raw_fixture, server_fixture, wait_until  # noqa: F401
 from wire import AsyncWireClient
 
-from kafka_compat.controller.controller_event_manager import ControllerEvent
 from kafka_compat.controller.replica_assignment import BrokerMetadata, assign_new_partitions, assign_replicas_to_brokers
 from kafka_compat.endpoint import EndPoint, SecurityProtocol
 from kafka_compat.network.socket_server import SocketServer
@@ -156,13 +154,6 @@ def create_request(name: str, partitions: int = -1, rf: int = -1, configs=None, 
         assignments=[CreateTopicsRequest.CreatableReplicaAssignment(partition_index=p, broker_ids=b)
                      for p, b in (assignments or {}).items()],
         configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()])])
-
-
-def hold(controller) -> threading.Event:
-    """Hold the controller's event thread until the returned event is set."""
-    gate = threading.Event()
-    controller._events.put(ControllerEvent("test-gate", gate.wait))
-    return gate
 
 
 # -- CreateTopics -------------------------------------------------------------------------------------
