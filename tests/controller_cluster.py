@@ -101,6 +101,7 @@ class FakeBroker:
         self.lock = threading.Lock()
         self.stop_replica_error = ErrorCode.NONE
         self.on_update_metadata = None          # called with each UpdateMetadata body, on a server thread
+        self.drop_next = 0                      # how many requests to take and leave unanswered (connection closed)
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         self._closed = False
@@ -128,6 +129,9 @@ class FakeBroker:
                 request = parse_request(bytearray(frame))
                 with self.lock:
                     self.received.append(Received(request.api_key, request.api_version, request.body))
+                    if self.drop_next > 0:
+                        self.drop_next -= 1
+                        return
                 if request.api_key == UPDATE_METADATA and self.on_update_metadata is not None:
                     self.on_update_metadata(request.body)
                 if self._closed:

@@ -605,3 +605,17 @@ def test_a_bounced_broker_is_handled_as_a_failure_then_a_startup(cluster):
     told = wait_until(lambda: [r for r in back.fake.requests(LEADER_AND_ISR) if r.body.broker_epoch == back.broker_epoch])
     [partition] = [p for t in told[-1].body.topic_states for p in t.partition_states]
     assert (partition.leader, partition.isr, partition.replicas) == (2, [2], [1, 2])
+
+
+def test_a_request_a_broker_does_not_answer_is_sent_again_and_nothing_overtakes_it(cluster):
+    controller = cluster.controlled_by(3, 1)
+    one = cluster.nodes[1]
+    wait_until(lambda: one.fake.requests(UPDATE_METADATA), what="broker 1's welcome")
+    before = len(one.fake.requests())
+    one.fake.drop_next = 2
+    cluster.create_topic("t", {0: [1]})
+    cluster.wait_state("t", 0, leader=1)
+    # the LeaderAndIsr is taken and dropped twice, then answered; the UpdateMetadata of the same event waits
+    received = wait_until(lambda: len(one.fake.requests()) >= before + 4 and one.fake.requests()[before:])
+    assert [r.api_key for r in received] == [LEADER_AND_ISR, LEADER_AND_ISR, LEADER_AND_ISR, UPDATE_METADATA]
+    assert controller.is_active

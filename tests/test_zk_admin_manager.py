@@ -333,6 +333,26 @@ def test_topic_config_changes_are_written_and_announced_to_every_broker(cluster)
     assert cluster.znode(f"/config/changes/{change}") == {"version": 2, "entity_path": "topics/t"}
 
 
+def test_turning_unclean_election_on_elects_a_leader_for_an_offline_partition(cluster):
+    async def scenario(front):
+        f = await front(1)
+        await f.join(2)
+        cluster.create_topic("t", {0: [2, 3]})                     # broker 3 is down: ISR [2]
+        await f.wait(lambda: f.cache.partition_state("t", 0), "the topic")
+        cluster.start(3, with_controller=False)
+        cluster.kill(2)
+        await f.wait(lambda: f.cache.partition_state("t", 0).leader == -1, "the partition to go offline")
+        op = IncrementalAlterConfigsRequest.AlterableConfig(name="unclean.leader.election.enable",
+                                                            config_operation=0, value="true")
+        got = await f.call(44, 1, IncrementalAlterConfigsRequest(resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=2, resource_name="t", configs=[op])]))
+        assert got.responses[0].error_code == ErrorCode.NONE
+        await f.wait(lambda: f.cache.partition_state("t", 0).leader == 3, "an unclean election")
+
+    run(cluster, scenario)
+    assert cluster.state("t", 0)["isr"] == [3]
+
+
 def test_the_config_manager_reports_existing_configs_then_changes_and_purges_old_notifications(cluster):
     node = cluster.start(1, with_controller=False)
     node.zk.set_or_create_entity_configs("topics", "old", {"cleanup.policy": "compact"})

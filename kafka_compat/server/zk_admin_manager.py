@@ -130,13 +130,11 @@ class ZkAdminManager:
     def _on_config_change(self, entity_type: str, name: str, configs: dict[str, str]) -> None:
         if entity_type != "topics":
             return
-        previous = self._topic_configs.get(name, {})
         self._topic_configs[name] = dict(configs)
         for listener in self._listeners:
             listener(name, dict(configs))
-        # Kafka's TopicConfigHandler: turning unclean election on may elect leaders for offline partitions
-        if (self.controller is not None and configs.get("unclean.leader.election.enable", "").lower() == "true"
-                and previous.get("unclean.leader.election.enable", "").lower() != "true"):
+        # Kafka's TopicConfigHandler: with unclean election on, offline partitions may get a leader now
+        if self.controller is not None and configs.get("unclean.leader.election.enable", "").lower() == "true":
             self.controller.enable_topic_unclean_leader_election(name)
 
     def log_config(self, topic: str):
