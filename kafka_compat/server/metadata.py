@@ -3,25 +3,21 @@
 Null versus empty matters (v1+): a null topic list asks for every topic, an
 empty one for none. v0 has no null, so an empty list means every topic there.
 Unknown topics are created on the fly when `auto.create.topics.enable` and the
-request (v4+) allow it; in a ZooKeeper cluster the topic is only written to ZooKeeper then, and
-the answer is LEADER_NOT_AVAILABLE until the controller has elected its leaders, as in Kafka.
-Brokers are shown at the address of the listener the
+request (v4+) allow it. Brokers are shown at the address of the listener the
 request came in on; a partition whose leader is gone answers
 LEADER_NOT_AVAILABLE with leader -1, as Kafka's ZkMetadataCache does.
 """
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
-from .admin_manager import is_asynchronous, resolved, respond
-from .metadata_cache import INTERNAL_TOPICS, MetadataCache, TopicMetadata
+from .metadata_cache import MetadataCache, TopicMetadata
 from .registry import handles
-from .topics import validate_name
-
-log = logging.getLogger(__name__)
 
 AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
 # With no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
@@ -29,6 +25,15 @@ AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
 TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 Partition = MetadataResponse.MetadataResponsePartition
+log = logging.getLogger(__name__)
+
+
+def _background(awaitable, topic: str) -> None:
+    """Let an auto-creation run on; a failure is only logged (the client asks again)."""
+    def done(f: asyncio.Future) -> None:
+        if not f.cancelled() and f.exception() is not None:
+            log.info("auto-creating %s failed: %s", topic, f.exception())
+    asyncio.ensure_future(awaitable).add_done_callback(done)
 
 
 def listener_of(request) -> str | None:
@@ -85,22 +90,6 @@ class MetadataApi:
 
     @handles(3)
     def handle_metadata(self, request):
-        return respond(self.controller, self._metadata(request))
-
-    async def _auto_create(self, name: str):
-        """A ZooKeeper cluster's auto-creation: write the topic and answer LEADER_NOT_AVAILABLE for now."""
-        try:
-            validate_name(name)
-        except KafkaError as e:
-            return self._error_entry(e.error_code, name)
-        try:
-            await resolved(self.controller.create_topic(name))
-        except KafkaError as e:
-            log.info("auto-creating topic %s failed: %s", name, e)
-        return MetadataResponse.MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name,
-                                                      is_internal=name in INTERNAL_TOPICS, partitions=[])
-
-    async def _metadata(self, request):
         req = request.body
         v = request.api_version
         cache = self.metadata_cache
@@ -118,14 +107,16 @@ class MetadataApi:
                                   else self._error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, t.topic_id))
                     continue
                 topic = cache.get_topic(t.name)
-                if topic is None and allow_create and is_asynchronous(self.controller):
-                    wanted.append(await self._auto_create(t.name))
-                    continue
                 if topic is None and allow_create:
                     try:
-                        await resolved(self.controller.create_topic(t.name))
+                        created = self.controller.create_topic(t.name)
                     except KafkaError as e:
                         wanted.append(self._error_entry(e.error_code, t.name))
+                        continue
+                    if inspect.isawaitable(created):
+                        # a cluster's controller makes the partitions; until they have leaders, say so
+                        _background(created, t.name)
+                        wanted.append(self._error_entry(ErrorCode.LEADER_NOT_AVAILABLE, t.name))
                         continue
                     topic = cache.get_topic(t.name)
                 wanted.append(self._topic_entry(topic, listener, include_ops, v) if topic

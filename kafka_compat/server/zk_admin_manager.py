@@ -176,9 +176,17 @@ class ZkAdminManager:
     def _alive_brokers(self) -> list[BrokerMetadata]:
         return [BrokerMetadata(b.broker_id, b.rack) for b in self.metadata_cache.alive_brokers()]
 
-    async def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
-                           configs: dict[str, str] | None = None, validate_only: bool = False,
-                           assignments: Mapping[int, Sequence[int]] | None = None) -> CreatedTopic | None:
+    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                     configs: dict[str, str] | None = None, validate_only: bool = False,
+                     assignments: Mapping[int, Sequence[int]] | None = None):
+        """A coroutine creating the topic (None when validate_only). A bad name raises here and now, so that
+        a caller that does not wait for the creation (Metadata's auto-creation) still reports it."""
+        validate_name(name)
+        return self._create_topic(name, partitions, replication_factor, configs, validate_only, assignments)
+
+    async def _create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None,
+                            validate_only: bool, assignments: Mapping[int, Sequence[int]] | None
+                            ) -> CreatedTopic | None:
         configs = dict(configs or {})
         if assignments:
             assignment = {int(p): list(r) for p, r in assignments.items()}
@@ -191,14 +199,14 @@ class ZkAdminManager:
         validate_assignment(assignment)
         self.check_configs(configs)
         topic_id = zd.random_uuid()
-        await asyncio.to_thread(self._create_topic, name, topic_id, assignment, configs, validate_only)
+        await asyncio.to_thread(self._create_topic_in_zookeeper, name, topic_id, assignment, configs, validate_only)
         if validate_only:
             return None
         self._topic_configs[name] = configs
         return CreatedTopic(name, topic_id, len(assignment), len(assignment[0]))
 
-    def _create_topic(self, name: str, topic_id: bytes, assignment: dict[int, list[int]], configs: dict[str, str],
-                      validate_only: bool) -> None:
+    def _create_topic_in_zookeeper(self, name: str, topic_id: bytes, assignment: dict[int, list[int]],
+                                   configs: dict[str, str], validate_only: bool) -> None:
         """AdminZkClient.validateTopicCreate against ZooKeeper, then createTopicWithAssignment."""
         zk = self.zk
         validate_name(name)
