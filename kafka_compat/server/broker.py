@@ -21,6 +21,7 @@ from kafka_compat.storage.log_manager import LogManager
 from ..group import GroupCoordinator
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
+from ..transaction import TransactionCoordinator
 from .api_versions import ApiVersionsApi
 from .configs import ConfigsApi
 from .create_topics import CreateTopicsApi
@@ -43,6 +44,8 @@ from .produce import ProduceApi
 from .producer_id_manager import ProducerIdManager
 from .replica_manager import ReplicaManager
 from .topics import TopicRegistry
+from .transactions import TransactionsApi
+from .write_txn_markers import WriteTxnMarkersApi
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,8 @@ __all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_vers
 # Every request handler class; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
-                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi)
+                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi,
+                   TransactionsApi, WriteTxnMarkersApi)
 
 
 def advertised_api_versions() -> dict[int, tuple[int, int]]:
@@ -71,6 +75,9 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.txn_marker_writer: WriteTxnMarkersApi | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
         self.apis: KafkaApis | None = None
         self.socket_server: SocketServer | None = None
         self.started = False
@@ -106,6 +113,14 @@ class Broker:
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
         self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
         await self.group_coordinator.startup()
+        self.producer_ids = ProducerIdManager(self.log_dirs[0])
+        # Markers for partitions led here take the WriteTxnMarkers handler's own path.
+        self.txn_marker_writer = WriteTxnMarkersApi(self.replica_manager, self.group_coordinator,
+                                                    self.group_coordinator.clock)
+        self.txn_coordinator = TransactionCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
+                                                      self.controller, self.producer_ids,
+                                                      self.txn_marker_writer.write_markers)
+        await self.txn_coordinator.startup()
         self.apis = KafkaApis(self._handlers())
         self.socket_server = SocketServer(
             cfg.listeners, self.apis.handle, self.apis.supported_versions(),
@@ -130,8 +145,8 @@ class Broker:
             FetchApi(rm, cache),
             OffsetsApi(rm),
             MetadataApi(cfg, cache, controller),
-            InitProducerIdApi(ProducerIdManager(self.log_dirs[0])),
-            FindCoordinatorApi(self.group_coordinator, cache),
+            InitProducerIdApi(self.producer_ids, self.txn_coordinator),
+            FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache),
             GroupsApi(self.group_coordinator, cache),
             CreateTopicsApi(cfg, cache, controller),
             DeleteTopicsApi(cfg, cache, controller),
@@ -141,11 +156,15 @@ class Broker:
             DescribeTopicPartitionsApi(cache, cfg),
             ElectLeadersApi(cache),
             ConfigsApi(self.broker_id, cache, cfg, controller),
+            TransactionsApi(self.txn_coordinator, cache),
+            self.txn_marker_writer,
         ]
 
     async def stop(self) -> None:
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if self.txn_coordinator is not None:
+            await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.replica_manager is not None:

@@ -56,9 +56,7 @@ class ProduceApi:
     def handle_produce(self, request):
         req = request.body
         v = request.api_version
-        if req.transactional_id is not None:
-            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        elif req.acks not in (0, 1, -1):
+        if req.acks not in (0, 1, -1):
             error = ErrorCode.INVALID_REQUIRED_ACKS
         else:
             error = ErrorCode.NONE
