@@ -246,17 +246,22 @@ class GroupMetadataManager:
         self._append(group.group_id, [(group_metadata_key(group.group_id), value)],
                      lambda error: callback(_STORE_GROUP_ERRORS.get(error, error)))
 
+    def _offset_records(self, group: ClassicGroup, offsets: dict[tuple[str, int], OffsetAndMetadata]):
+        """(offsets to write, {partition: OFFSET_METADATA_TOO_LARGE} for the rest, their records)."""
+        limit = self.metadata_max_bytes
+        ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
+        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
+        records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
+        return ok, errors, records
+
     def store_offsets(self, group: ClassicGroup, offsets: dict[tuple[str, int], OffsetAndMetadata],
                       callback) -> None:
         """Append the commits (one batch, so they land atomically), cache them once durable, then
         ``callback({(topic, partition): error})``."""
-        limit = self.metadata_max_bytes
-        ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
-        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
+        ok, errors, records = self._offset_records(group, offsets)
         if not ok:
             callback(errors)
             return
-        records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
 
         def stored(error: int) -> None:
             error = _STORE_OFFSET_ERRORS.get(error, error)
@@ -271,13 +276,10 @@ class GroupMetadataManager:
                           offsets: dict[tuple[str, int], OffsetAndMetadata], callback) -> None:
         """TxnOffsetCommit: append the offsets as the producer's transactional batch; they stay pending
         (UNSTABLE_OFFSET_COMMIT to require_stable readers) until the transaction's marker."""
-        limit = self.metadata_max_bytes
-        ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
-        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
+        ok, errors, records = self._offset_records(group, offsets)
         if not ok:
             callback(errors)
             return
-        records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
         group.prepare_txn_offset_commit(producer_id, ok)
         self.open_txn_groups.setdefault(producer_id, set()).add(group.group_id)
 

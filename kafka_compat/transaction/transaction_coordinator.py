@@ -158,6 +158,14 @@ class TransactionCoordinator:
             return E.COORDINATOR_NOT_AVAILABLE, None
         return self.state_manager.get_transaction_state(transactional_id)
 
+    def _producer_state(self, transactional_id: str, producer_id: int
+                        ) -> tuple[int, CoordinatorEpochAndTxnMetadata | None]:
+        """The id's state when ``producer_id`` is its producer, else INVALID_PRODUCER_ID_MAPPING (or why not)."""
+        error, entry = self._state(transactional_id)
+        if not error and (entry is None or entry.metadata.producer_id != producer_id):
+            error = E.INVALID_PRODUCER_ID_MAPPING
+        return error, entry
+
     # ------------------------------------------------------------ InitProducerId
     async def handle_init_producer_id(self, transactional_id: str, timeout_ms: int,
                                       expected: tuple[int, int] | None) -> InitProducerIdResult:
@@ -219,15 +227,11 @@ class TransactionCoordinator:
         """Add ``partitions`` ((topic, index) pairs) to the ongoing transaction; one error for all of them."""
         if not transactional_id:
             return E.INVALID_REQUEST
-        error, entry = self._state(transactional_id)
+        error, entry = self._producer_state(transactional_id, producer_id)
         if error:
             return error
-        if entry is None:
-            return E.INVALID_PRODUCER_ID_MAPPING
         coordinator_epoch, md = entry
         partitions = set(partitions)
-        if md.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING
         if md.producer_epoch != producer_epoch:
             return E.PRODUCER_FENCED
         if md.pending_state is not None or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
@@ -279,15 +283,11 @@ class TransactionCoordinator:
 
     async def _end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
                                from_client: bool) -> int:
-        error, entry = self._state(transactional_id)
+        error, entry = self._producer_state(transactional_id, producer_id)
         if error:
             return error
-        if entry is None:
-            return E.INVALID_PRODUCER_ID_MAPPING
         coordinator_epoch, md = entry
         is_epoch_fence = False
-        if md.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING
         if (from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
             return E.PRODUCER_FENCED
         if md.pending_state is not None and md.pending_state != S.PREPARE_EPOCH_FENCE:
