@@ -53,3 +53,13 @@ def test_storage_bench_with_floor(tmp_path):
     assert [r.split()[0] + r.split()[1] for r in rows] == ["1MiB", "16KiB", "1KiB"]
     assert "Recovery of a" in out.stdout
     assert "    4 files x 256 KiB writes" in out.stdout and " 1000 files x   1 KiB writes" in out.stdout
+
+
+def test_transactions_bench_writes_what_it_times():
+    out = subprocess.run([sys.executable, "bench/transactions.py", "--records", "2000", "--rounds", "1",
+                          "--per-txn", "500"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # 2,000 records and a warm-up record each; the transactional side also holds one COMMIT marker per
+    # partition of each of its 4 + 1 transactions (4 partitions, the warm-up's 1)
+    assert "records in the log: {'idempotent': 2001, 'transactional': 2018}" in out.stdout
+    assert "ratio" in out.stdout
