@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.elect_leaders import ElectLeadersResponse
+from .auth_helper import ALTER, NO_AUTHORIZER, AuthHelper
 from .registry import handles
 
 PREFERRED, UNCLEAN = 0, 1
 
 
 class ElectLeadersApi:
-    def __init__(self, metadata_cache):
+    def __init__(self, metadata_cache, auth: AuthHelper = NO_AUTHORIZER):
         self.metadata_cache = metadata_cache
+        self.auth = auth
 
     def _election(self, topic: str, index: int) -> ElectLeadersResponse.PartitionResult:
         """Every partition already leads on its preferred (only) replica: nothing to elect."""
@@ -32,6 +34,12 @@ class ElectLeadersApi:
         v = request.api_version
         Result = ElectLeadersResponse.ReplicaElectionResult
         election = req.election_type if v >= 1 else PREFERRED
+        if not self.auth.authorize_cluster(request, ALTER):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return ElectLeadersResponse(throttle_time_ms=0, error_code=code, replica_election_results=[
+                Result(topic=t.topic, partition_result=[ElectLeadersResponse.PartitionResult(
+                    partition_id=p, error_code=code, error_message=code.message) for p in t.partitions])
+                for t in req.topic_partitions or []])
         if election not in (PREFERRED, UNCLEAN):
             message = f"Unknown election type {election}"
             return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
