@@ -78,8 +78,9 @@ def plain_jaas(users: dict[str, str], username: str = "admin", password: str = "
             f'password="{password}" {options};')
 
 
-def broker_overrides(tls: TlsFiles, authorizer: bool = True, **extra) -> dict[str, str]:
-    jaas = plain_jaas(PLAIN_USERS)
+def broker_overrides(tls: TlsFiles, authorizer: bool = True, plain_users: dict[str, str] | None = None,
+                     **extra) -> dict[str, str]:
+    jaas = plain_jaas({**PLAIN_USERS, **(plain_users or {})})
     out = {
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": tls.server_keystore,
@@ -98,8 +99,11 @@ def broker_overrides(tls: TlsFiles, authorizer: bool = True, **extra) -> dict[st
     return out
 
 
-def start_broker(tls: TlsFiles, authorizer: bool = True, data_dir: str | None = None, **extra) -> EmbeddedBroker:
-    broker = EmbeddedBroker(broker_overrides(tls, authorizer, **extra), data_dir=data_dir, listeners=LISTENERS)
+def start_broker(tls: TlsFiles, authorizer: bool = True, data_dir: str | None = None,
+                 plain_users: dict[str, str] | None = None, **extra) -> EmbeddedBroker:
+    broker = EmbeddedBroker(broker_overrides(tls, authorizer, plain_users, **extra), data_dir=data_dir,
+                            listeners=LISTENERS)
+    broker.plain_users = {**PLAIN_USERS, **(plain_users or {})}
     broker.start()
     broker.tls = tls
     return broker
@@ -126,7 +130,7 @@ def security(broker, listener: str, user: str | None = None, password: str | Non
 async def connect(broker, listener: str, user: str | None = None, password: str | None = None, **kw):
     """An AsyncWireClient on `listener`, logged in as `user` (password by default from the user tables)."""
     if user is not None and password is None:
-        password = PLAIN_USERS.get(user) or SCRAM_USERS[user]
+        password = getattr(broker, "plain_users", PLAIN_USERS).get(user) or SCRAM_USERS[user]
     host, port = broker.bootstrap_for(listener).split(":")
     reader, writer = await open_channel(host, int(port), security(broker, listener, user, password, **kw),
                                         client_id="security-test", server_hostname="localhost")
