@@ -140,6 +140,17 @@ class Connection(asyncio.BufferedProtocol):
             self.closed = True
             self.transport.close()
 
+    def close_later(self, delay: float) -> None:
+        """Stop reading and answering, and close after `delay` seconds (connection.failed.authentication.delay.ms:
+        a failed login's answer reaches the client before the close, and retries are slowed down)."""
+        if self.closed or delay <= 0:
+            self.close()
+            return
+        self.closed = True              # nothing more is read, answered or written
+        self.queue.clear()
+        self.transport.pause_reading()
+        asyncio.get_running_loop().call_later(delay, self.transport.close)
+
     # -- the in-order pipeline
     def pump(self) -> None:
         """Answer queued frames in order, inline while each answer is ready at once; the first
@@ -221,7 +232,7 @@ class Connection(asyncio.BufferedProtocol):
                 log.debug("%s authenticated as %s with SASL/%s", self.peer, self.principal, out.mechanism)
             elif kind is Close:
                 log.info("closing %s: %s", self.peer, out.reason)
-                self.close()
+                self.close_later(self.server.failed_authentication_delay_ms / 1000)
                 return
             else:                           # SendResponse
                 self.write(encode_response(out.request, out.body))

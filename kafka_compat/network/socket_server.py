@@ -26,7 +26,7 @@ class SocketServer:
     def __init__(self, endpoints, handle: Callable, supported_versions: dict, *, max_request_bytes: int,
                  send_buffer_bytes: int = 102400, receive_buffer_bytes: int = 102400,
                  connections_max_idle_ms: int | None = 600000, backlog: int = 1024,
-                 security: Mapping | None = None):
+                 security: Mapping | None = None, failed_authentication_delay_ms: int = 100):
         self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
         self.handle = handle
         self.supported_versions = supported_versions
@@ -36,6 +36,7 @@ class SocketServer:
         self.connections_max_idle_ms = connections_max_idle_ms
         self.backlog = backlog
         self.security = dict(security or {})     # listener name -> ListenerSecurity
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
         # a TLS client that never finishes its handshake is idle: Kafka's idle timeout closes it
         self.ssl_handshake_timeout = connections_max_idle_ms / 1000 if connections_max_idle_ms else 60.0
         self.connections: set[Connection] = set()

@@ -127,7 +127,8 @@ class Broker:
             cfg.listeners, self.apis.handle, self.apis.supported_versions(),
             max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security)
+            connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
+            failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"])
         try:
             await self.socket_server.start()
         except BrokerStartError:

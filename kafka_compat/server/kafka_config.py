@@ -318,6 +318,8 @@ BROKER_CONFIG_DEF = (
             "JAAS login settings; a broker reads listener.name.<listener>.<mechanism>.sasl.jaas.config.")
     .define("sasl.server.max.receive.size", INT, 524288, None, LOW,
             "Largest frame accepted before a SASL client is authenticated.")
+    .define("connection.failed.authentication.delay.ms", INT, 100, at_least(0), LOW,
+            "Wait before closing a connection whose authentication failed, so the client reads why.")
     .define("connections.max.reauth.ms", LONG, 0, None, MEDIUM,
             "Longest SASL session before the client must re-authenticate (0: no limit).")
     .define("authorizer.class.name", STRING, "", None, LOW,
