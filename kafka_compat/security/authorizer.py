@@ -329,6 +329,11 @@ class AclAuthorizer:
                 return [AclDeleteResult(r.error, [(b, failure) for b in r.deleted]) for r in results]
         return [AclDeleteResult(r.error, [(b, None) for b in r.deleted]) for r in results]
 
+    def refresh(self, patterns) -> None:
+        """Re-read these resource patterns from the store: another broker changed them."""
+        with self._lock:
+            self._install({p: self.store.read(p) for p in patterns})
+
     def reload(self) -> None:
         """Re-read every ACL from the store (another process changed it)."""
         with self._lock:
@@ -341,8 +346,9 @@ class AclAuthorizer:
         if self.store is not None:
             try:
                 self.store.write(changes)
-            except OSError as e:
-                return ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Could not store the ACLs: {e.strerror or e}")
+            except Exception as e:      # a file, or ZooKeeper: the client gets an error, the ACLs stay as they were
+                return ApiError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                f"Could not store the ACLs: {getattr(e, 'strerror', None) or e}")
         self._install(changes)
         return None
 

@@ -20,6 +20,15 @@ class SecurityStores(NamedTuple):
     acls: AclStore
     credentials: CredentialStore
 
+    def listen(self, authorizer) -> None:
+        """Follow changes other brokers make (stores shared through ZooKeeper; files have none)."""
+        listen = getattr(self.acls, "listen", None)
+        if listen is not None and authorizer is not None:
+            listen(authorizer.refresh)
+        listen = getattr(self.credentials, "listen", None)
+        if listen is not None:
+            listen()
+
     def close(self) -> None:
         for store in self:
             close = getattr(store, "close", None)

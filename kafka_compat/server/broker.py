@@ -26,6 +26,8 @@ from ..network.socket_server import BrokerStartError, SocketServer
 from ..security.authorizer import configured_authorizer
 from ..security.channel_builder import listener_security
 from ..security.stores import SecurityStores, file_security_stores
+from ..security.zk_stores import zk_security_stores
+from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
 from .api_versions import ApiVersionsApi
 from .auth_helper import AuthHelper
@@ -71,8 +73,9 @@ def advertised_api_versions() -> dict[int, tuple[int, int]]:
 class Broker:
     def __init__(self, config, *, retain_freed_buffers: bool = False, security_stores: SecurityStores | None = None):
         """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
-        ``security_stores``: where ACLs and SCRAM credentials live; by default files in the first log dir (a
-        ZooKeeper cluster passes its ZooKeeper-backed stores, security/zk_stores.py)."""
+        ``security_stores``: where ACLs and SCRAM credentials live. By default: in ZooKeeper when
+        zookeeper.connect is set (on a client of their own; the cluster wiring passes
+        zk_security_stores(its client) instead), else files in the first log dir."""
         self.config = config
         self._retain_freed_buffers = retain_freed_buffers
         self.security_stores = security_stores
@@ -87,6 +90,7 @@ class Broker:
         self.apis: KafkaApis | None = None
         self.authorizer = None
         self.listener_security: dict = {}
+        self._security_zk: KafkaZkClient | None = None     # the stores' own ZooKeeper client, when we made one
         self.socket_server: SocketServer | None = None
         self.started = False
 
@@ -96,7 +100,7 @@ class Broker:
         if self._retain_freed_buffers:
             retain_freed_buffers()
         self.cluster_id = self._prepare_dirs()
-        self._security()
+        await asyncio.to_thread(self._security)            # the stores may read ZooKeeper: off the event loop
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
         # The flusher wakes at least every second so flush.ms is honoured even when
@@ -142,7 +146,10 @@ class Broker:
     def _security(self) -> None:
         """Credential and ACL stores, the authorizer, and each listener's TLS and SASL settings."""
         cfg = self.config
-        if self.security_stores is None:
+        if self.security_stores is None and cfg["zookeeper.connect"]:
+            self._security_zk = KafkaZkClient.from_config(cfg).start()
+            self.security_stores = zk_security_stores(self._security_zk)
+        elif self.security_stores is None:
             self.security_stores = file_security_stores(self.log_dirs[0])
         try:
             self.authorizer = configured_authorizer(cfg["authorizer.class.name"], cfg.originals,
@@ -154,6 +161,7 @@ class Broker:
                 for e in cfg.listeners if e.security_protocol is not SecurityProtocol.PLAINTEXT}
         except (ConfigError, ValueError) as e:
             raise BrokerStartError(str(e)) from e
+        self.security_stores.listen(self.authorizer)
 
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
@@ -192,6 +200,9 @@ class Broker:
             self.log_manager = None
         if self.security_stores is not None:
             self.security_stores.close()
+        if self._security_zk is not None:
+            await asyncio.to_thread(self._security_zk.close)
+            self._security_zk = None
         self.started = False
 
     # ------------------------------------------------------------ data directories
