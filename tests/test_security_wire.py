@@ -26,6 +26,7 @@ from secure_broker import (
     WRITE,
     TlsFiles,
     acl,
+    broker_overrides,
     connect,
     create_acls,
     create_scram_users,
@@ -49,6 +50,8 @@ from kafka_compat.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.security.oauthbearer import unsecured_jws
 from kafka_compat.security.sasl_client import ClientSecurity, PlainClient, SaslClientAuthenticator
+from kafka_compat.server.broker import Broker
+from kafka_compat.server.kafka_config import BrokerConfig
 
 E = ErrorCode
 
@@ -58,9 +61,17 @@ def tls(tmp_path_factory):
     return TlsFiles(str(tmp_path_factory.mktemp("tls")))
 
 
+BROKER_SETTINGS = {
+    "listener.name.sasl_ssl.connections.max.reauth.ms": "2000",
+    # the SSL listener asks for a certificate without requiring one, and maps its DN with the DEFAULT rule
+    "listener.name.ssl.ssl.client.auth": "requested",
+    "listener.name.ssl.ssl.truststore.type": "PEM",
+}
+
+
 @pytest.fixture(scope="module")
 def broker(tls):
-    b = start_broker(tls, **{"listener.name.sasl_ssl.connections.max.reauth.ms": "2000"})
+    b = start_broker(tls, **BROKER_SETTINGS, **{"listener.name.ssl.ssl.truststore.location": tls.ca_path})
     try:
         run(create_scram_users(b))
         yield b
@@ -305,6 +316,45 @@ def test_ssl_without_a_client_certificate_is_anonymous(broker):
         client = await connect(broker, "SSL")
         assert await produce(client, topic) == 0
         assert (await fetched_values(client, topic))[0] == E.TOPIC_AUTHORIZATION_FAILED
+        await client.close()
+    run(go())
+
+
+def test_a_requested_certificate_names_the_principal_by_its_whole_dn(broker):
+    """ssl.client.auth=requested: with a certificate the principal is its subject as Java prints it
+    (DEFAULT mapping), without one it is ANONYMOUS (test above)."""
+    topic = "requested-cert-topic"
+
+    async def go():
+        await create_topics(broker, topic)
+        await create_acls(broker, acl("User:CN=writer,OU=clients,O=kafka-compat", WRITE, topic))
+        writer = await connect(broker, "SSL", cert="writer")
+        assert await produce(writer, topic) == 0
+        reader = await connect(broker, "SSL", cert="reader")
+        assert await produce(reader, topic) == E.TOPIC_AUTHORIZATION_FAILED
+        for c in (writer, reader):
+            await c.close()
+    run(go())
+
+
+def test_the_inter_broker_client_logs_in_with_the_listeners_settings(broker, tls):
+    """Broker.inter_broker_security(): the inter-broker listener's TLS trust store and the username and
+    password of its mechanism's JAAS configuration, as a cluster's brokers will reach each other."""
+    config = BrokerConfig({**broker_overrides(tls, **BROKER_SETTINGS),
+                           "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in broker.ports.items()),
+                           "listener.security.protocol.map": ",".join(f"{n}:{p}" for n, p in
+                                                                      broker.listeners.items()),
+                           "inter.broker.listener.name": "SASL_SSL", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                           "listener.name.sasl_ssl.ssl.truststore.type": "PEM",
+                           "listener.name.sasl_ssl.ssl.truststore.location": tls.ca_path})
+    security = Broker(config).inter_broker_security()
+    assert (security.sasl_mechanism, security.username) == ("PLAIN", "admin")
+
+    async def go():
+        host, port = broker.bootstrap_for("SASL_SSL").split(":")
+        reader, writer = await open_channel(host, int(port), security, server_hostname="localhost")
+        client = AsyncWireClient(reader, writer)
+        assert (await client.call(3, 12, MetadataRequest(topics=[]))).cluster_id
         await client.close()
     run(go())
 

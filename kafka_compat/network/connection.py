@@ -136,8 +136,8 @@ class Connection(asyncio.BufferedProtocol):
         self.server.connections.discard(self)
 
     def close(self):
-        if not self.closed:
-            self.closed = True
+        self.closed = True
+        if not self.transport.is_closing():     # also ends a delayed close (close_later) at once
             self.transport.close()
 
     def close_later(self, delay: float) -> None:

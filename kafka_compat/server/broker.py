@@ -25,6 +25,7 @@ from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from ..security.authorizer import configured_authorizer
 from ..security.channel_builder import listener_security
+from ..security.sasl_client import ClientSecurity, client_security
 from ..security.stores import SecurityStores, file_security_stores
 from ..security.zk_stores import zk_security_stores
 from ..zk.kafka_zk_client import KafkaZkClient
@@ -162,6 +163,19 @@ class Broker:
         except (ConfigError, ValueError) as e:
             raise BrokerStartError(str(e)) from e
         self.security_stores.listen(self.authorizer)
+
+    def inter_broker_security(self) -> ClientSecurity:
+        """How this broker reaches the others' inter-broker listener (inter.broker.listener.name): that
+        listener's ssl.* settings, and sasl.mechanism.inter.broker.protocol with the username and password
+        of its JAAS configuration, as Kafka's inter-broker clients do. For network/client.py's connections
+        (network/client_channel.open_channel)."""
+        cfg = self.config
+        name = cfg.inter_broker_listener_name
+        protocol = cfg.listener_security_protocol_map.get(name)
+        if protocol is None:
+            raise ConfigError("inter.broker.listener.name", name, "no security protocol is mapped for it")
+        return client_security(protocol, cfg.listener_config(name), cfg["sasl.mechanism.inter.broker.protocol"],
+                               name)
 
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
