@@ -9,6 +9,10 @@ LEADER_NOT_AVAILABLE with leader -1, as Kafka's ZkMetadataCache does.
 """
 from __future__ import annotations
 
+import asyncio
+import inspect
+import logging
+
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
@@ -17,6 +21,15 @@ from .metadata_cache import MetadataCache, TopicMetadata
 from .registry import handles
 
 Partition = MetadataResponse.MetadataResponsePartition
+log = logging.getLogger(__name__)
+
+
+def _background(awaitable, topic: str) -> None:
+    """Let an auto-creation run on; a failure is only logged (the client asks again)."""
+    def done(f: asyncio.Future) -> None:
+        if not f.cancelled() and f.exception() is not None:
+            log.info("auto-creating %s failed: %s", topic, f.exception())
+    asyncio.ensure_future(awaitable).add_done_callback(done)
 
 
 def listener_of(request) -> str | None:
@@ -113,9 +126,14 @@ class MetadataApi:
                         wanted.append(self._error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, t.name))
                         continue
                     try:
-                        self.controller.create_topic(t.name)
+                        created = self.controller.create_topic(t.name)
                     except KafkaError as e:
                         wanted.append(self._error_entry(e.error_code, t.name))
+                        continue
+                    if inspect.isawaitable(created):
+                        # a cluster's controller makes the partitions; until they have leaders, say so
+                        _background(created, t.name)
+                        wanted.append(self._error_entry(ErrorCode.LEADER_NOT_AVAILABLE, t.name))
                         continue
                     topic = cache.get_topic(t.name)
                 wanted.append(self._topic_entry(request, topic, listener, include_ops, v) if topic
