@@ -16,7 +16,18 @@ from ..protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
 from ..protocol.messages.describe_transactions import DescribeTransactionsResponse
 from ..protocol.messages.end_txn import EndTxnResponse
 from ..protocol.messages.list_transactions import ListTransactionsResponse
-from .metadata_cache import MetadataCache
+from .auth_helper import (
+    CLUSTER_ACTION,
+    DESCRIBE,
+    GROUP,
+    NO_AUTHORIZER,
+    READ,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+    AuthHelper,
+)
+from .metadata_cache import INTERNAL_TOPICS, MetadataCache
 from .registry import handles
 
 E = ErrorCode
@@ -36,9 +47,10 @@ def _topic_results(topics, errors: dict[tuple[str, int], int]) -> list:
 
 
 class TransactionsApi:
-    def __init__(self, txn_coordinator, metadata_cache: MetadataCache):
+    def __init__(self, txn_coordinator, metadata_cache: MetadataCache, auth: AuthHelper = NO_AUTHORIZER):
         self.txn_coordinator = txn_coordinator
         self.metadata_cache = metadata_cache
+        self.auth = auth
 
     def _unknown(self, topics) -> set[tuple[str, int]]:
         unknown = set()
@@ -49,13 +61,19 @@ class TransactionsApi:
                     unknown.add((t.name, p))
         return unknown
 
-    async def _add(self, txn_id: str, producer_id: int, producer_epoch: int, topics, version: int
-                   ) -> dict[tuple[str, int], int]:
+    async def _add(self, txn_id: str, producer_id: int, producer_epoch: int, topics, version: int,
+                   request=None) -> dict[tuple[str, int], int]:
+        """``request`` (client versions): WRITE on the transactional id, then on each topic, is checked."""
         wanted = [(t.name, p) for t in topics for p in t.partitions]
+        if request is not None and not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, txn_id):
+            return {tp: E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
+        writable = INTERNAL_TOPICS | (self.auth.filter_authorized(request, WRITE, TOPIC, (t.name for t in topics))
+                                      if request is not None else {t.name for t in topics})
         unknown = self._unknown(topics)
-        if unknown:
+        if unknown or any(t.name not in writable for t in topics):
             # nothing is added when any partition is bad: the rest were not attempted
-            return {tp: E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED for tp in wanted}
+            return {tp: E.TOPIC_AUTHORIZATION_FAILED if tp[0] not in writable
+                    else E.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else E.OPERATION_NOT_ATTEMPTED for tp in wanted}
         error = await self.txn_coordinator.handle_add_partitions(txn_id, producer_id, producer_epoch, wanted)
         error = fenced_for(version, 2, error)
         return {tp: error for tp in wanted}
@@ -66,11 +84,14 @@ class TransactionsApi:
         v = request.api_version
         if v < 4:
             errors = await self._add(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
-                                     req.v3_and_below_producer_epoch, req.v3_and_below_topics, v)
+                                     req.v3_and_below_producer_epoch, req.v3_and_below_topics, v, request)
             return AddPartitionsToTxnResponse(throttle_time_ms=0,
                                               results_by_topic_v3_and_below=_topic_results(req.v3_and_below_topics,
                                                                                            errors))
         # v4+: brokers asking on behalf of producers (KIP-890), several transactions per request
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=E.CLUSTER_AUTHORIZATION_FAILED,
+                                              results_by_transaction=[])
         coordinator = self.txn_coordinator
 
         async def one(t):
@@ -88,6 +109,10 @@ class TransactionsApi:
     @handles(25, 0, 4)
     async def handle_add_offsets_to_txn(self, request):
         req = request.body
+        if not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+            return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not self.auth.authorize(request, READ, GROUP, req.group_id):
+            return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED)
         error = await self.txn_coordinator.handle_add_offsets(req.transactional_id, req.producer_id,
                                                               req.producer_epoch, req.group_id)
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=fenced_for(request.api_version, 2, error))
@@ -95,6 +120,8 @@ class TransactionsApi:
     @handles(26, 0, 4)      # v5 is transaction.version 2 (an epoch bump per transaction)
     async def handle_end_txn(self, request):
         req = request.body
+        if not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+            return EndTxnResponse(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         error = await self.txn_coordinator.handle_end_transaction(req.transactional_id, req.producer_id,
                                                                   req.producer_epoch, req.committed)
         return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for(request.api_version, 2, error))
@@ -103,15 +130,20 @@ class TransactionsApi:
     def handle_describe_transactions(self, request):
         out = []
         for txn_id in request.body.transactional_ids:
-            error, md = self.txn_coordinator.handle_describe(txn_id)
+            if not self.auth.authorize(request, DESCRIBE, TRANSACTIONAL_ID, txn_id):
+                error, md = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+            else:
+                error, md = self.txn_coordinator.handle_describe(txn_id)
             if error:
                 out.append(DescribeTransactionsResponse.TransactionState(
                     error_code=error, transactional_id=txn_id, transaction_state="", transaction_timeout_ms=0,
                     transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]))
                 continue
             by_topic: dict[str, list[int]] = {}
+            visible = self.auth.filter_authorized(request, DESCRIBE, TOPIC, {t for t, _ in md.partitions})
             for topic, p in sorted(md.partitions):
-                by_topic.setdefault(topic, []).append(p)
+                if topic in visible:        # topics the caller may not describe are left out
+                    by_topic.setdefault(topic, []).append(p)
             out.append(DescribeTransactionsResponse.TransactionState(
                 error_code=E.NONE, transactional_id=txn_id, transaction_state=md.state.state_name,
                 transaction_timeout_ms=md.txn_timeout_ms, transaction_start_time_ms=md.txn_start_timestamp,
@@ -125,6 +157,9 @@ class TransactionsApi:
         duration = req.duration_filter if request.api_version >= 1 else -1
         error, unknown, found = self.txn_coordinator.handle_list(list(req.state_filters),
                                                                  list(req.producer_id_filters), duration)
+        allowed = self.auth.filter_authorized(request, DESCRIBE, TRANSACTIONAL_ID,
+                                              (md.transactional_id for md in found))
+        found = [md for md in found if md.transactional_id in allowed]
         return ListTransactionsResponse(throttle_time_ms=0, error_code=error, unknown_state_filters=unknown,
                                         transaction_states=[ListTransactionsResponse.TransactionState(
                                             transactional_id=md.transactional_id, producer_id=md.producer_id,

@@ -18,13 +18,15 @@ from ..protocol.errors import ErrorCode
 from ..protocol.messages.write_txn_markers import WriteTxnMarkersResponse
 from ..protocol.records import ControlRecordType, build_control_batch
 from ..transaction.transaction_marker_channel_manager import TxnMarker
+from .auth_helper import ALTER, CLUSTER_ACTION, NO_AUTHORIZER, AuthHelper
 from .registry import handles
 
 MARKER_TIMEOUT_MS = 30000       # Kafka waits request.timeout.ms for the markers' replication
 
 
 class WriteTxnMarkersApi:
-    def __init__(self, replica_manager, group_coordinator, clock):
+    def __init__(self, replica_manager, group_coordinator, clock, auth: AuthHelper = NO_AUTHORIZER):
+        self.auth = auth
         self.replica_manager = replica_manager
         self.group_coordinator = group_coordinator
         self.clock = clock
@@ -65,7 +67,10 @@ class WriteTxnMarkersApi:
         req = request.body
         markers = [TxnMarker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch,
                              tuple((t.name, p) for t in m.topics for p in t.partition_indexes)) for m in req.markers]
-        results = await self.write_markers(markers)
+        if self.auth.authorize_cluster(request, ALTER) or self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            results = await self.write_markers(markers)
+        else:
+            results = [{tp: ErrorCode.CLUSTER_AUTHORIZATION_FAILED for tp in m.partitions} for m in markers]
         out = []
         for m, errors in zip(req.markers, results):
             topics = [WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=t.name, partitions=[
