@@ -108,13 +108,13 @@ class Txn:
         return {(t.name, p.partition_index): p.partition_error_code
                 for t in r.results_by_topic_v3_and_below for p in t.results_by_partition}
 
-    async def produce(self, topic: str, partition: int, n: int, epoch: int | None = None) -> int:
+    async def produce(self, topic: str, partition: int, n: int, epoch: int | None = None, version: int = 9) -> int:
         seq = self.seq.get((topic, partition), 0)
         now = int(time.time() * 1000)
         batch = build_batch([(b"k%d" % i, b"v%d" % i, [], now) for i in range(seq, seq + n)], producer_id=self.pid,
                             producer_epoch=self.epoch if epoch is None else epoch, base_sequence=seq,
                             is_transactional=True)
-        r = await self.c.call(PRODUCE, 9, ProduceRequest(transactional_id=self.txn_id, acks=-1, timeout_ms=5000,
+        r = await self.c.call(PRODUCE, version, ProduceRequest(transactional_id=self.txn_id, acks=-1, timeout_ms=5000,
                                                          topic_data=[ProduceRequest.TopicProduceData(
                                                              name=topic, partition_data=[
                                                                  ProduceRequest.PartitionProduceData(
@@ -458,3 +458,36 @@ def test_write_txn_markers_writes_a_control_batch_that_closes_the_producers_tran
         ("t", [(0, E.NONE)]), ("missing", [(0, E.UNKNOWN_TOPIC_OR_PARTITION)])]
     assert lso == 3
     assert epoch == 1 and stale.markers[0].topics[0].partitions[0].error_code == E.INVALID_PRODUCER_EPOCH
+
+
+# ---------------------------------------------------------------- KIP-890 part 1
+def test_a_write_to_a_partition_outside_the_transaction_is_refused_unless_verification_is_off(tmp_path):
+    async def scenario(verify: bool):
+        async with running(tmp_path / str(verify), transaction_partition_verification_enable=str(verify).lower()) as b:
+            b.controller.create_topic("t", 2, 1, {})
+            c = await connect(b)
+            t = Txn(c, "verified")
+            await t.init()
+            await t.add("t", 0)
+            out = {"added": await t.produce("t", 0, 2),
+                   "not_added_v9": await t.produce("t", 1, 1),
+                   "not_added_v11": await t.produce("t", 1, 1, version=11),
+                   "hw_1": await latest(c, "t", 1, 0)}
+            await t.end(False)
+            await t.settled("CompleteAbort")
+            # after the abort the same producer (same epoch: transaction.version 1) writes again without
+            # AddPartitionsToTxn: that would open a transaction the coordinator knows nothing of
+            out["after_abort"] = await t.produce("t", 0, 1)
+            out["lso_0"], out["hw_0"] = await latest(c, "t", 0, 1), await latest(c, "t", 0, 0)
+            await c.close()
+            return out
+
+    on = asyncio.run(scenario(True))
+    assert on["added"] == E.NONE
+    assert (on["not_added_v9"], on["not_added_v11"]) == (E.INVALID_TXN_STATE, E.TRANSACTION_ABORTABLE)
+    assert on["hw_1"] == 0                                  # nothing was written there
+    assert on["after_abort"] == E.INVALID_TXN_STATE
+    assert on["lso_0"] == on["hw_0"] == 3                   # two records and the ABORT marker, nothing hanging
+    off = asyncio.run(scenario(False))
+    assert (off["not_added_v9"], off["hw_1"]) == (E.NONE, 2)
+    assert off["after_abort"] == E.NONE and off["lso_0"] < off["hw_0"]     # a hanging transaction

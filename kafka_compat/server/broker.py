@@ -196,7 +196,8 @@ class Broker:
         auth = AuthHelper(self.authorizer)
         return [
             ApiVersionsApi(advertised_api_versions()),
-            ProduceApi(rm, cache, auth),
+            ProduceApi(rm, cache, auth, self.txn_coordinator.handle_verify_partitions
+                       if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, auth),
             OffsetsApi(rm, auth),
             MetadataApi(cfg, cache, controller, auth),
