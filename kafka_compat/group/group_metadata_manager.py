@@ -320,7 +320,7 @@ class GroupMetadataManager:
             if self.is_group_loading(group_id):
                 continue
             removed = selector(group)
-            if group.is_(GroupState.EMPTY) and not group.offsets:
+            if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_txn_offsets:
                 group.transition_to(GroupState.DEAD)
             tombstones = [(offset_commit_key(group_id, t, p), None) for (t, p) in removed]
             if group.is_(GroupState.DEAD) and self.groups.get(group_id) is group:
