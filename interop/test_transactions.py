@@ -208,3 +208,43 @@ def test_java_consume_transform_produce_is_exactly_once(broker, java_copier):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["committed"] == COUNT and result["aborted"] > 0
     check_outcome(bootstrap, source, output, group, input_topic, result["aborted"])
+
+
+def java_probe(classpath: str, bootstrap: str, topic: str) -> dict:
+    done = subprocess.run(["java", "-cp", classpath, "TransactionalCopy", "probe", bootstrap, topic],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_java_admin_and_consumer_see_the_last_stable_offset_as_sparks_read_committed_source_does(
+        broker, java_copier):
+    """Spark's Kafka source with kafka.isolation.level=read_committed asks the Admin client for latest
+    offsets at that level and reads up to them with a consumer of that level."""
+    bootstrap = broker.bootstrap
+    topic = unique("spark")
+    create_topics(bootstrap, topic, partitions=1)
+    plain = Producer({"bootstrap.servers": bootstrap})
+    for i in range(3):
+        plain.produce(topic, value=f"plain-{i}".encode(), partition=0)
+    assert plain.flush(WAIT) == 0
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique("spark-txn")})
+    p.init_transactions(WAIT)
+    for name, commit in (("committed", True), ("aborted", False), ("open", None)):
+        p.begin_transaction()
+        for i in range(2):
+            p.produce(topic, value=f"{name}-{i}".encode(), partition=0)
+        assert p.flush(WAIT) == 0
+        if commit is True:
+            p.commit_transaction(WAIT)
+        elif commit is False:
+            p.abort_transaction(WAIT)
+    # plain 0-2, committed 3-4 + marker 5, aborted 6-7 + marker 8, open 9-10
+    seen = java_probe(java_copier, bootstrap, topic)
+    assert seen["read_committed"] == {"end": 9, "values": ["plain-0", "plain-1", "plain-2", "committed-0",
+                                                          "committed-1"]}
+    assert seen["read_uncommitted"]["end"] == 11 and len(seen["read_uncommitted"]["values"]) == 9
+    p.commit_transaction(WAIT)
+    seen = java_probe(java_copier, bootstrap, topic)
+    assert seen["read_committed"] == {"end": 12, "values": ["plain-0", "plain-1", "plain-2", "committed-0",
+                                                           "committed-1", "open-0", "open-1"]}

@@ -4,6 +4,10 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -12,6 +16,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -22,9 +27,18 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * then aborted, and the consumer rewound to the last committed positions.
  * usage: TransactionalCopy BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID COUNT
  * Prints {"committed": n, "aborted": m}.
+ *
+ * usage: TransactionalCopy probe BOOTSTRAP TOPIC
+ * What Spark's Kafka source relies on for kafka.isolation.level: the Admin client's latest offset of
+ * partition 0 per isolation level, and the values a consumer of each level reads from the start up to it.
+ * Prints {"read_committed": {"end": n, "values": [...]}, "read_uncommitted": {...}}.
  */
 public final class TransactionalCopy {
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("probe")) {
+            probe(args[1], args[2]);
+            return;
+        }
         String bootstrap = args[0], input = args[1], output = args[2], group = args[3], txnId = args[4];
         int count = Integer.parseInt(args[5]);
         Properties cp = new Properties();
@@ -88,5 +102,41 @@ public final class TransactionalCopy {
             }
             System.out.println("{\"committed\": " + committed + ", \"aborted\": " + aborted + "}");
         }
+    }
+
+    private static void probe(String bootstrap, String topic) throws Exception {
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Properties ap = new Properties();
+        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        StringBuilder out = new StringBuilder("{");
+        try (Admin admin = Admin.create(ap)) {
+            for (IsolationLevel level : new IsolationLevel[] {IsolationLevel.READ_COMMITTED,
+                    IsolationLevel.READ_UNCOMMITTED}) {
+                long end = admin.listOffsets(Collections.singletonMap(tp, OffsetSpec.latest()),
+                        new ListOffsetsOptions(level)).partitionResult(tp).get().offset();
+                Properties cp = new Properties();
+                cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+                cp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, level.toString());
+                cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+                StringBuilder values = new StringBuilder();
+                try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(cp, new ByteArrayDeserializer(),
+                        new ByteArrayDeserializer())) {
+                    consumer.assign(Collections.singletonList(tp));
+                    consumer.seekToBeginning(Collections.singletonList(tp));
+                    long deadline = System.currentTimeMillis() + 60_000;
+                    while (consumer.position(tp) < end && System.currentTimeMillis() < deadline) {
+                        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
+                            if (r.offset() < end) {
+                                values.append(values.length() == 0 ? "" : ", ").append('"')
+                                    .append(new String(r.value(), java.nio.charset.StandardCharsets.UTF_8)).append('"');
+                            }
+                        }
+                    }
+                }
+                out.append(out.length() == 1 ? "" : ", ").append('"').append(level.toString().toLowerCase())
+                    .append("\": {\"end\": ").append(end).append(", \"values\": [").append(values).append("]}");
+            }
+        }
+        System.out.println(out.append("}"));
     }
 }
