@@ -1,5 +1,6 @@
 """SCRAM users and ACLs managed with real admin clients, as operators do: confluent-kafka's
-AdminClient and kafka-python's KafkaAdminClient, logged in as the PLAIN super user.
+AdminClient, kafka-python's KafkaAdminClient and the Java Admin client (what kafka-configs.sh and
+kafka-acls.sh use), logged in as the PLAIN super user.
 
 Each adds a SCRAM-SHA-256 user with its own iteration count (AlterUserScramCredentials), sees it
 described without its secrets (DescribeUserScramCredentials), grants it a PREFIXED ACL
@@ -159,7 +160,42 @@ class KafkaPythonAdmin:
         self.admin.close()
 
 
-ADMINS = {"confluent-kafka": ConfluentAdmin, "kafka-python": KafkaPythonAdmin}
+class JavaAdmin:
+    """The Java Admin client through interop/java/ClientHarness.java (one JVM a call)."""
+
+    def __init__(self, broker):
+        from test_security_clients import Setup
+        self.setup = Setup(broker, "SASL_PLAINTEXT", "PLAIN", ADMIN[0], ADMIN[1])
+
+    def _admin(self, *args: str) -> list[dict]:
+        from test_security_clients import java
+        return java(self.setup, "admin", *args)
+
+    def add_user(self, user: str, password: str) -> None:
+        self._admin("scram-upsert", "--user", user, "--password", password, "--iterations", str(ITERATIONS))
+
+    def delete_user(self, user: str) -> None:
+        self._admin("scram-delete", "--user", user)
+
+    def describe_user(self, user: str) -> list[tuple[str, int]]:
+        return [(d["mechanism"], d["iterations"]) for d in self._admin("scram-describe", "--user", user)]
+
+    def grant_prefixed_write(self, principal: str, prefix: str) -> None:
+        self._admin("acl-create", "--principal", principal, "--operation", "WRITE", "--topic", prefix,
+                    "--pattern", "PREFIXED")
+
+    def find_topic_acls(self, topic: str, match: bool) -> list[tuple[str, str, str]]:
+        found = self._admin("acl-describe", "--topic", topic, "--pattern", "MATCH" if match else "LITERAL")
+        return [(d["name"], d["pattern"], d["principal"]) for d in found]
+
+    def revoke_prefixed(self, prefix: str) -> int:
+        return len(self._admin("acl-delete", "--topic", prefix, "--pattern", "PREFIXED"))
+
+    def close(self) -> None:
+        pass
+
+
+ADMINS = {"confluent-kafka": ConfluentAdmin, "kafka-python": KafkaPythonAdmin, "java": JavaAdmin}
 
 
 async def write_as(broker, user: str, password: str, topic: str) -> int:
