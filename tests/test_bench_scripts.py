@@ -56,11 +56,12 @@ def test_storage_bench_with_floor(tmp_path):
 
 
 def test_security_bench_runs_every_case():
-    """Tiny: both brokers start, every case produces and consumes (the script checks each consume is
-    complete), and each non-PLAINTEXT case gets its ratio line."""
+    """Tiny: the three brokers start, every case produces and consumes (the script checks each consume
+    is complete), and each compared case gets its ratio line."""
     out = subprocess.run([sys.executable, "bench/security.py", "--count", "200", "--rounds", "1", "--acls", "20"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     cases = {d["case"] for d in _json_lines(out.stdout)}
     assert {f"{kind}-1KiB-{case}{suffix}" for kind in ("produce", "consume")
-            for case in ("SSL", "SASL_SSL", "PLAINTEXT-ACL") for suffix in ("", "-vs-PLAINTEXT")} <= cases
+            for case, suffix in (("PLAINTEXT", ""), ("ACL-OFF", ""), ("SSL", ""), ("SSL", "-vs-PLAINTEXT"),
+                                 ("SASL_SSL", "-vs-PLAINTEXT"), ("ACL-ON", "-vs-ACL-OFF"))} <= cases
