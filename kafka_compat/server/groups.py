@@ -1,4 +1,4 @@
-"""Group APIs: FindCoordinator, the classic membership protocol, offsets and group admin.
+"""Group APIs: the classic membership protocol, offsets and group admin, for both kinds of group.
 
 Thin on purpose: each handler turns its request (whatever the version) into a
 call on `broker.group_coordinator` and the result into the response that
@@ -170,11 +170,14 @@ class GroupsApi:
                 partition_index=index, error_code=errors[(name, index)]))
         return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
-    def _fetch_group(self, group_id: str, topics, require_stable: bool, v: int):
-        """One group's OffsetFetch answer: (error, [(name, topic_id, [(partition, offset-or-None, error)])])."""
+    def _fetch_group(self, group_id: str, topics, require_stable: bool, v: int, member_id: str | None = None,
+                     member_epoch: int = -1):
+        """One group's OffsetFetch answer: (error, [(name, topic_id, [(partition, offset-or-None, error)])]).
+
+        From v9 a consumer-group member names itself: its epoch is checked (STALE_MEMBER_EPOCH)."""
         coordinator = self.group_coordinator
         if topics is None:
-            error, found = coordinator.handle_fetch_offsets(group_id, None, require_stable)
+            error, found = coordinator.handle_fetch_offsets(group_id, None, require_stable, member_id, member_epoch)
             by_name: dict[str, list] = {}
             for t, p, o in found:
                 by_name.setdefault(t, []).append((p, o, E.NONE))
@@ -194,7 +197,7 @@ class GroupsApi:
             resolved.append((t, name, terr))
             if not terr:
                 wanted.extend((name, p) for p in t.partition_indexes)
-        error, found = coordinator.handle_fetch_offsets(group_id, wanted, require_stable)
+        error, found = coordinator.handle_fetch_offsets(group_id, wanted, require_stable, member_id, member_epoch)
         committed = {(t, p): o for t, p, o in found}
         out = []
         for t, name, terr in resolved:
@@ -209,7 +212,8 @@ class GroupsApi:
         if v >= 8:
             groups = []
             for g in req.groups:
-                error, topics = self._fetch_group(g.group_id, g.topics, req.require_stable, v)
+                error, topics = self._fetch_group(g.group_id, g.topics, req.require_stable, v,
+                                                  g.member_id if v >= 9 else None, g.member_epoch if v >= 9 else -1)
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id, error_code=error, topics=[] if error else [
                         OffsetFetchResponse.OffsetFetchResponseTopics(name=name, topic_id=tid, partitions=[
