@@ -32,7 +32,7 @@ WAIT = 45.0         # seconds any expected outcome may take before a test gives 
 
 # ---------------------------------------------------------------- the member process
 def emit(event: str, **fields) -> None:
-    print(json.dumps({"event": event, **fields}), flush=True)
+    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
 
 
 def watch_stdin(stop: threading.Event) -> None:
@@ -83,15 +83,33 @@ def run_confluent(args, stop: threading.Event) -> None:
     from confluent_kafka import Consumer, KafkaException
 
     conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "client.id": args.name,
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
-            "session.timeout.ms": args.session_ms, "heartbeat.interval.ms": args.session_ms // 4,
-            "partition.assignment.strategy": "range"}
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    if args.protocol == "consumer":
+        # KIP-848: the broker sets timeouts and assigns; the client only names what it consumes.
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"session.timeout.ms": args.session_ms, "heartbeat.interval.ms": args.session_ms // 4,
+                     "partition.assignment.strategy": args.assignor})
     if args.instance:
         conf["group.instance.id"] = args.instance
     consumer = Consumer(conf)
-    consumer.subscribe([args.topic],
-                       on_assign=lambda c, ps: emit("assigned", partitions=sorted(p.partition for p in ps)),
-                       on_revoke=lambda c, ps: emit("revoked", partitions=sorted(p.partition for p in ps)))
+    # Incremental protocols (cooperative-sticky, KIP-848) hand over only what changes.
+    incremental = args.protocol == "consumer" or args.assignor == "cooperative-sticky"
+    held: set[int] = set()
+
+    def on_assign(c, ps):
+        held.update(p.partition for p in ps)
+        emit("assigned", partitions=sorted(held))
+
+    def on_revoke(c, ps):
+        held.difference_update(p.partition for p in ps)
+        if incremental and held:
+            emit("assigned", partitions=sorted(held))
+        else:
+            held.clear()
+            emit("revoked", partitions=sorted(p.partition for p in ps))
+
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke)
     while not stop.is_set():
         msgs = [m for m in consumer.consume(num_messages=500, timeout=0.1) if m.error() is None]
         if msgs:
@@ -99,9 +117,24 @@ def run_confluent(args, stop: threading.Event) -> None:
                 consumer.commit(asynchronous=False)
             except KafkaException as e:
                 emit("commit-failed", error=str(e), count=len(msgs))
+                rewind(consumer, msgs)
                 continue
             emit("records", records=[(m.partition(), m.offset(), m.value().decode()) for m in msgs])
     consumer.close()
+
+
+def rewind(consumer, msgs) -> None:
+    """Records whose commit failed were not reported: read them again (or let their next owner)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    first: dict[int, int] = {}
+    for m in msgs:
+        first.setdefault(m.partition(), m.offset())
+    for partition, offset in first.items():
+        try:
+            consumer.seek(TopicPartition(msgs[0].topic(), partition, offset))
+        except KafkaException:
+            pass        # no longer assigned
 
 
 def run_aiokafka(args, stop: threading.Event) -> None:
@@ -148,6 +181,8 @@ def main(argv=None) -> int:
     ap.add_argument("--name", default="member")
     ap.add_argument("--instance", default=None, help="group.instance.id (static membership)")
     ap.add_argument("--session-ms", type=int, default=3000)
+    ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic", help="group.protocol")
+    ap.add_argument("--assignor", default="range", help="partition.assignment.strategy (classic)")
     args = ap.parse_args(argv)
     stop = threading.Event()
     watch_stdin(stop)
@@ -158,10 +193,12 @@ def main(argv=None) -> int:
 
 # ---------------------------------------------------------------- the test side
 def python_member(client: str, bootstrap: str, topic: str, group: str, name: str, log_dir: str | os.PathLike,
-                  instance: str | None = None, session_ms: int = 3000) -> "Member":
+                  instance: str | None = None, session_ms: int = 3000, protocol: str = "classic",
+                  assignor: str = "range") -> "Member":
     """A member written with one of the Python clients: this file run as a script."""
     args = [sys.executable, str(HERE), "--client", client, "--bootstrap", bootstrap, "--topic", topic,
-            "--group", group, "--name", name, "--session-ms", str(session_ms)]
+            "--group", group, "--name", name, "--session-ms", str(session_ms), "--protocol", protocol,
+            "--assignor", assignor]
     if instance:
         args += ["--instance", instance]
     return Member(client, args, name, log_dir)
@@ -182,6 +219,7 @@ class Member:
         self.assignment: list[int] | None = None      # None while it holds no assignment
         self.assignments: list[list[int]] = []        # every assignment it was given, in order
         self.records: list[tuple[int, int, str]] = []
+        self.polls: list[tuple[float, list]] = []     # (wall time, records) of every reported poll
         self.commit_failures = 0
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -201,6 +239,7 @@ class Member:
                     self.assignment = None
                 elif e["event"] == "records":
                     self.records.extend(tuple(r) for r in e["records"])
+                    self.polls.append((e.get("t", 0.0), [tuple(r) for r in e["records"]]))
                 elif e["event"] == "commit-failed":
                     self.commit_failures += 1
 

@@ -181,6 +181,11 @@ class ConsumerGroup(Group):
     def _validate_member_epoch(member: ConsumerGroupMember, received: int) -> int | None:
         if received == member.member_epoch:
             return None
+        if not member.use_classic_protocol and received == member.previous_member_epoch and received >= 0 \
+                and member.state != MemberState.UNREVOKED_PARTITIONS:
+            # A commit sent just before the heartbeat answer that moved the member on (as KIP-1251 allows:
+            # the member still owns what it commits, revocation waits for its acknowledgement).
+            return None
         return ErrorCode.ILLEGAL_GENERATION if member.use_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
 
     def validate_offset_delete(self) -> int | None:

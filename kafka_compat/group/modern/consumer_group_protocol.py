@@ -197,6 +197,8 @@ class ConsumerGroupProtocol:
         else:
             member = self._static_member(group, member_id, epoch, instance_id, owned, records)
         before = member
+        if names is not None or regex is not None:
+            log.debug("group %s: member %s subscribes to %s / %r", group_id, member_id, names, regex)
         updated = member.with_(
             instance_id=instance_id if instance_id is not None else member.instance_id,
             rack_id=rack_id if rack_id is not None else member.rack_id,
@@ -255,8 +257,8 @@ class ConsumerGroupProtocol:
         name = self.preferred_assignor(group)
         target, out = build_target_assignment(group, group.group_epoch, self.assignors[name], dict(group.members),
                                               group.subscription_metadata, group.member_topics)
-        log.info("group %s: new target assignment at epoch %d with the %r assignor", group.group_id,
-                 group.group_epoch, name)
+        log.info("group %s: new target assignment at epoch %d with the %r assignor over %s", group.group_id,
+                 group.group_epoch, name, sorted(group.subscription_metadata))
         for r in out:
             self._emit(group, records, r)
 

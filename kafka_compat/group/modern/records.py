@@ -47,7 +47,7 @@ def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> Coordi
     if member.classic_member_metadata is not None:
         c = member.classic_member_metadata
         classic = V.ClassicMemberMetadata(session_timeout_ms=c.session_timeout_ms, supported_protocols=[
-            V.ClassicMemberMetadata.ClassicProtocol(name=n, metadata=m) for n, m in c.supported_protocols])
+            V.ClassicProtocol(name=n, metadata=m) for n, m in c.supported_protocols])
     return CoordinatorRecord(CONSUMER_GROUP_MEMBER_METADATA, group_id, member.member_id, V(
         instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
         client_host=member.client_host, subscribed_topic_names=list(member.subscribed_topic_names),

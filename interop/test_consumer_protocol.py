@@ -1,0 +1,217 @@
+"""The consumer group protocol (KIP-848) with real clients: the Java client 4.2.1 and confluent-kafka.
+
+Members are processes that commit before they report (test_groups_support.py), so
+"every record consumed, none twice past a commit" is checked exactly. A producer
+keeps writing while the group changes, so a member that keeps partitions through
+a rebalance must keep reporting records from them while it runs.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402
+from test_groups_support import (  # noqa: E402
+    Member,
+    balanced,
+    consumed,
+    expect_each_once,
+    new_topic,
+    produce,
+    python_member,
+    unique,
+    wait_until,
+)
+
+from kafka_compat.testing import EmbeddedBroker  # noqa: E402
+
+# Short consumer-protocol timeouts so a crash is noticed in seconds (Kafka's floor is 45 s).
+BROKER = {"group.initial.rebalance.delay.ms": "100", "group.min.session.timeout.ms": "1000",
+          "offsets.topic.num.partitions": "5", "group.consumer.min.session.timeout.ms": "2000",
+          "group.consumer.session.timeout.ms": "4000", "group.consumer.min.heartbeat.interval.ms": "100",
+          "group.consumer.heartbeat.interval.ms": "300"}
+
+
+def confluent_supports_consumer_protocol() -> bool:
+    try:
+        import confluent_kafka
+    except ImportError:
+        return False
+    return confluent_kafka.libversion()[1] >= 0x020C0000      # librdkafka 2.12: KIP-848 GA
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    # a data directory pytest keeps, so broker.log is there after a failure
+    with EmbeddedBroker(BROKER, data_dir=str(tmp_path_factory.mktemp("kip848-broker"))) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def java4():
+    return peers.require(peers.java4_classpath(), "the Java client 4.x")
+
+
+def java4_member(classpath, broker, topic, group, name, log_dir, protocol="consumer", assignor="range") -> Member:
+    return Member("java-4.2.1", ["java", "-Xmx256m", "-cp", classpath, "GroupMember", broker.bootstrap, topic,
+                                 group, name, protocol, assignor], name, log_dir)
+
+
+def confluent_member(broker, topic, group, name, log_dir, protocol="consumer", assignor="range") -> Member:
+    if protocol == "consumer" and not confluent_supports_consumer_protocol():
+        pytest.skip("the installed librdkafka predates the consumer protocol (2.12)")
+    return python_member("confluent-kafka", broker.bootstrap, topic, group, name, log_dir, protocol=protocol,
+                         assignor=assignor)
+
+
+class Producing:
+    """Writes records with distinct values round-robin over the partitions until stopped."""
+
+    def __init__(self, broker, topic: str, partitions: int, tag: str):
+        from confluent_kafka import Producer
+        self.producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        self.topic, self.partitions, self.tag = topic, partitions, tag
+        self.values: set[str] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.wait(0.004):
+            value = f"{self.tag}-{i}"
+            self.producer.produce(self.topic, value=value.encode(), partition=i % self.partitions)
+            self.values.add(value)
+            i += 1
+            if i % 50 == 0:
+                self.producer.poll(0)
+        self.producer.flush(30)
+
+    def finish(self) -> set[str]:
+        self.stop.set()
+        self.thread.join(60)
+        return set(self.values)
+
+
+def even(members, partitions: int) -> bool:
+    """Balanced (they cover the topic without overlap) and no member holds two more than another."""
+    if not balanced(members, partitions):
+        return False
+    sizes = [len(m.assignment) for m in members]
+    return max(sizes) - min(sizes) <= 1
+
+
+def polled_between(member: Member, start: float, end: float, partitions) -> int:
+    """Records of `partitions` the member reported from polls between two wall times."""
+    with member.lock:
+        return sum(1 for t, records in member.polls if start <= t <= end
+                   for p, _, _ in records if p in partitions)
+
+
+def test_three_members_java_and_confluent_share_twelve_partitions(broker, java4, tmp_path):
+    topic, group = new_topic(broker, 12), unique("kip848")
+    producing = Producing(broker, topic, 12, "live")
+    a = java4_member(java4, broker, topic, group, "java-a", tmp_path)
+    b = confluent_member(broker, topic, group, "confluent-b", tmp_path)
+    c = java4_member(java4, broker, topic, group, "java-c", tmp_path)
+    everyone = [a, b, c]
+    try:
+        wait_until(lambda: even([a, b, c], 12), "three members to share twelve partitions", everyone)
+
+        c.kill()        # a crash: its session expires and its partitions move
+        wait_until(lambda: even([a, b], 12), "the two survivors to take the crashed member's share", [a, b])
+
+        held_a, held_b = set(a.assignment), set(b.assignment)
+        import time
+        joined_at = time.time()
+        d = confluent_member(broker, topic, group, "confluent-d", tmp_path)
+        everyone.append(d)
+        wait_until(lambda: even([a, b, d], 12), "the late member to get a share", [a, b, d])
+        wait_until(lambda: d.records, "the late member to consume", [d])
+        with d.lock:
+            first_d = d.polls[0][0]
+        # Members that kept partitions went on consuming them while the late member came in.
+        for m, before in ((a, held_a), (b, held_b)):
+            kept = before & set(m.assignment)
+            assert kept, f"{m.name} kept none of its partitions"
+            assert polled_between(m, joined_at, first_d, kept) > 0, f"{m.name} stopped during the rebalance"
+
+        b.close()       # a graceful leave
+        wait_until(lambda: even([a, d], 12), "two members to share after the leave", [a, d])
+        expect_each_once(everyone, producing.finish())
+    finally:
+        producing.stop.set()
+        for m in everyone:
+            m.stop()
+
+
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
+def test_rolling_upgrade_to_the_consumer_protocol_and_back(broker, java4, tmp_path, assignor):
+    topic, group = new_topic(broker, 6), unique("rolling")
+    produced: set[str] = set()
+
+    def classic(name):
+        return confluent_member(broker, topic, group, name, tmp_path, protocol="classic", assignor=assignor)
+
+    def modern(name, i):
+        if i % 2:
+            return java4_member(java4, broker, topic, group, name, tmp_path)
+        return confluent_member(broker, topic, group, name, tmp_path)
+
+    members = [classic(f"classic-{i}") for i in range(3)]
+    everyone = list(members)
+    try:
+        wait_until(lambda: balanced(members, 6), "three classic members", members)
+        produced |= produce(broker, topic, "classic")
+        expect_each_once(everyone, produced)
+        for step, make in (("up", lambda i: modern(f"consumer-{i}", i)), ("down", lambda i: classic(f"back-{i}"))):
+            for i in range(3):
+                members[i].close()
+                members[i] = make(i)
+                everyone.append(members[i])
+                wait_until(lambda: even(members, 6), f"the group to settle after {step} {i}", members)
+                produced |= produce(broker, topic, f"{step}-{i}")
+                expect_each_once(everyone, produced)
+            kind = group_type(broker, group)
+            assert kind == ("consumer" if step == "up" else "classic"), (step, kind)
+    finally:
+        for m in everyone:
+            m.stop()
+
+
+def group_type(broker, group: str) -> str | None:
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    listed = admin.list_consumer_groups().result(30)
+    for g in listed.valid:
+        if g.group_id == group:
+            return str(getattr(g, "type", None)).split(".")[-1].lower()
+    return None
+
+
+def test_a_regex_subscription_picks_up_a_topic_created_later(broker, tmp_path):
+    prefix = unique("rx")
+    first = new_named_topic(broker, f"{prefix}-a", 2)
+    group = unique("regex")
+    # librdkafka sends a "^" subscription as SubscribedTopicRegex: the broker resolves it
+    m = confluent_member(broker, f"^{prefix}-.*", group, "confluent-regex", tmp_path)
+    try:
+        produced = produce(broker, first, "first", count=20, partitions=2)
+        expect_each_once([m], produced)
+        later = new_named_topic(broker, f"{prefix}-b", 3)
+        produced |= produce(broker, later, "later", count=30, partitions=3)
+        expect_each_once([m], produced)
+        assert {v for _, _, v in consumed([m])} == produced
+    finally:
+        m.stop()
+
+
+def new_named_topic(broker, name: str, partitions: int) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    return name
