@@ -1,0 +1,165 @@
+"""KIP-848 consumer groups: assignors, reconciliation, records, and a group reloaded after a restart."""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from wire import AsyncWireClient  # noqa: E402
+
+from kafka_compat.group.assignor import GroupSpec, MemberSubscription, RangeAssignor, UniformAssignor  # noqa: E402
+from kafka_compat.group.coordinator_records import (  # noqa: E402
+    ConsumerRecordKey,
+    read_consumer_value,
+    read_key,
+)
+from kafka_compat.group.modern.consumer_group_member import ConsumerGroupMember, MemberState  # noqa: E402
+from kafka_compat.group.modern.current_assignment_builder import reconcile  # noqa: E402
+from kafka_compat.group.modern.records import current_assignment_record, member_metadata_record  # noqa: E402
+from kafka_compat.group.modern.regex import resolve_regex, validate_regex  # noqa: E402
+from kafka_compat.protocol.errors import ErrorCode as E  # noqa: E402
+from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest  # noqa: E402
+from kafka_compat.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest  # noqa: E402
+from kafka_compat.server.broker import Broker, advertised_api_versions  # noqa: E402
+from kafka_compat.server.kafka_config import BrokerConfig  # noqa: E402
+
+T1, T2 = b"\x01" * 16, b"\x02" * 16
+
+
+def spec(members: dict, current=None) -> GroupSpec:
+    return GroupSpec({m: MemberSubscription(frozenset(ts)) for m, ts in members.items()}, current or {})
+
+
+def sizes(result) -> list[int]:
+    return sorted(sum(len(ps) for ps in a.values()) for a in result.values())
+
+
+# ---------------------------------------------------------------- assignors
+def test_uniform_balances_then_keeps_what_members_had():
+    first = UniformAssignor().assign(spec({"a": [T1], "b": [T1], "c": [T1]}), {T1: 12})
+    assert sizes(first) == [4, 4, 4]
+    second = UniformAssignor().assign(spec({"a": [T1], "b": [T1], "c": [T1], "d": [T1]}, first), {T1: 12})
+    assert sizes(second) == [3, 3, 3, 3]
+    for m in "abc":     # stickiness: the old members only gave partitions up
+        assert second[m][T1] <= first[m][T1]
+    every = [p for a in second.values() for p in a.get(T1, ())]
+    assert sorted(every) == list(range(12))
+
+
+def test_uniform_with_different_subscriptions_gives_each_topic_to_its_subscribers():
+    result = UniformAssignor().assign(spec({"a": [T1], "b": [T1, T2], "c": [T2]}), {T1: 4, T2: 4})
+    assert T2 not in result["a"] and T1 not in result["c"]
+    assert sizes(result) == [2, 3, 3] or max(sizes(result)) - min(sizes(result)) <= 1
+    assert sorted(p for m in result.values() for p in m.get(T1, ())) == [0, 1, 2, 3]
+
+
+def test_range_gives_contiguous_ranges_and_co_partitions():
+    result = RangeAssignor().assign(spec({"a": [T1, T2], "b": [T1, T2], "c": [T1, T2]}), {T1: 7, T2: 7})
+    assert result["a"][T1] == frozenset({0, 1, 2}) and result["b"][T1] == frozenset({3, 4})
+    assert result["c"][T1] == frozenset({5, 6})
+    assert all(result[m][T1] == result[m][T2] for m in "abc")
+
+
+# ---------------------------------------------------------------- reconciliation
+def test_revoke_before_assign():
+    member = ConsumerGroupMember("m", member_epoch=3, assigned_partitions={T1: frozenset({0, 1, 2})})
+    owners = {(T1, 3): 2}       # partition 3 is still owned by another member
+    epoch_of = lambda t, p: owners.get((t, p), -1)  # noqa: E731
+    target = {T1: frozenset({0, 3})}
+    step1 = reconcile(member, 4, target, epoch_of, [(T1, [0, 1, 2])])
+    assert step1.state == MemberState.UNREVOKED_PARTITIONS and step1.member_epoch == 3
+    assert step1.assigned_partitions == {T1: frozenset({0})}
+    assert step1.partitions_pending_revocation == {T1: frozenset({1, 2})}
+    assert reconcile(step1, 4, target, epoch_of, [(T1, [0, 1, 2])]) == step1     # still owns them
+    step2 = reconcile(step1, 4, target, epoch_of, [(T1, [0])])
+    assert (step2.state, step2.member_epoch, step2.previous_member_epoch) == \
+        (MemberState.UNRELEASED_PARTITIONS, 4, 3)
+    assert step2.assigned_partitions == {T1: frozenset({0})}     # 3 is not free yet
+    owners.clear()
+    step3 = reconcile(step2, 4, target, epoch_of, [(T1, [0])])
+    assert step3.state == MemberState.STABLE and step3.assigned_partitions == {T1: frozenset({0, 3})}
+
+
+def test_regex_validation_follows_re2():
+    assert validate_regex("orders-.*") is None
+    assert validate_regex("(?=x)y") and validate_regex("(a)\\1") and validate_regex("[")
+    assert resolve_regex("orders-.*", ["orders-1", "orders", "x-orders-1"]) == frozenset({"orders-1"})
+
+
+# ---------------------------------------------------------------- records
+def test_records_round_trip_with_kafka_key_versions():
+    member = ConsumerGroupMember("m1", member_epoch=5, previous_member_epoch=4, state=MemberState.UNREVOKED_PARTITIONS,
+                                 instance_id="i", client_id="c", subscribed_topic_names=("t",),
+                                 subscribed_topic_regex="x.*", rebalance_timeout_ms=300,
+                                 assigned_partitions={T1: frozenset({1, 2})},
+                                 partitions_pending_revocation={T2: frozenset({0})})
+    for record, version in ((member_metadata_record("g", member), 5), (current_assignment_record("g", member), 8)):
+        key, value = record.encode()
+        assert key[:2] == version.to_bytes(2, "big") and value[:2] == b"\x00\x00"
+        assert read_key(key) == ConsumerRecordKey(version, "g", "m1")
+        decoded = read_consumer_value(version, value)
+        assert decoded == record.value
+    v = read_consumer_value(8, current_assignment_record("g", member).encode()[1])
+    assert (v.member_epoch, v.previous_member_epoch, v.state) == (5, 4, 1)
+
+
+# ---------------------------------------------------------------- over the wire, and after a restart
+def settings(tmp_path, **extra) -> BrokerConfig:
+    props = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path), "offsets.topic.num.partitions": "2"}
+    props.update(extra)
+    return BrokerConfig.from_properties(props)
+
+
+def heartbeat(member_id, epoch, topics=None, owned=None, timeout=30000):
+    return ConsumerGroupHeartbeatRequest(group_id="g", member_id=member_id, member_epoch=epoch,
+                                         rebalance_timeout_ms=timeout if epoch == 0 else -1,
+                                         subscribed_topic_names=topics, topic_partitions=owned)
+
+
+def test_a_consumer_group_is_reloaded_after_a_restart(tmp_path):
+    async def first_life():
+        b = Broker(settings(tmp_path))
+        await b.start()
+        b.controller.create_topic("t", 4, 1, {})
+        c = await AsyncWireClient.connect("127.0.0.1", b.bound[0].port)
+        r1 = await c.call(68, 1, heartbeat("m1", 0, ["t"], []))
+        r2 = await c.call(68, 1, heartbeat("m2", 0, ["t"], []))
+        bad = await c.call(68, 1, heartbeat("m1", 7))
+        unknown = await c.call(68, 1, heartbeat("nobody", 3))
+        await b.stop()
+        return r1, r2, bad, unknown
+
+    async def second_life():
+        b = Broker(settings(tmp_path))
+        await b.start()
+        await b.group_coordinator.wait_loaded()
+        c = await AsyncWireClient.connect("127.0.0.1", b.bound[0].port)
+        d = await c.call(69, 1, ConsumerGroupDescribeRequest(group_ids=["g", "missing"]))
+        await b.stop()
+        return d
+
+    r1, r2, bad, unknown = asyncio.run(first_life())
+    assert r1.error_code == E.NONE and r1.member_epoch == 1
+    assert sum(len(tp.partitions) for tp in r1.assignment.topic_partitions) == 4
+    assert r2.error_code == E.NONE and r2.member_epoch == 2
+    assert bad.error_code == E.FENCED_MEMBER_EPOCH and unknown.error_code == E.UNKNOWN_MEMBER_ID
+    d = asyncio.run(second_life())
+    g, missing = d.groups
+    assert missing.error_code == E.GROUP_ID_NOT_FOUND
+    assert (g.error_code, g.group_epoch, g.assignment_epoch, g.assignor_name) == (E.NONE, 2, 2, "uniform")
+    members = {m.member_id: m for m in g.members}
+    assert set(members) == {"m1", "m2"}
+    assert members["m1"].member_epoch == 1 and members["m1"].member_type == 1
+    targets = sorted(p for m in members.values() for tp in m.target_assignment.topic_partitions
+                     for p in tp.partitions)
+    assert targets == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("protocols,advertised", [("classic,consumer", True), ("classic", False)])
+def test_68_and_69_are_advertised_only_with_the_consumer_protocol(tmp_path, protocols, advertised):
+    table = advertised_api_versions(settings(tmp_path, **{"group.coordinator.rebalance.protocols": protocols}))
+    assert (68 in table and 69 in table) is advertised
+    assert 11 in table
