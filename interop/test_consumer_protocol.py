@@ -193,12 +193,18 @@ def group_type(broker, group: str) -> str | None:
     return None
 
 
-def test_a_regex_subscription_picks_up_a_topic_created_later(broker, tmp_path):
+@pytest.mark.parametrize("client", ["java", "confluent"])
+def test_a_regex_subscription_picks_up_a_topic_created_later(broker, tmp_path, client):
     prefix = unique("rx")
     first = new_named_topic(broker, f"{prefix}-a", 2)
     group = unique("regex")
-    # librdkafka sends a "^" subscription as SubscribedTopicRegex: the broker resolves it
-    m = confluent_member(broker, f"^{prefix}-.*", group, "confluent-regex", tmp_path)
+    if client == "java":
+        # subscribe(SubscriptionPattern): the broker resolves it (RE2J syntax)
+        m = java4_member(peers.require(peers.java4_classpath(), "the Java client 4.x"), broker, f"/{prefix}-.*/",
+                         group, "java-regex", tmp_path)
+    else:
+        # librdkafka sends a "^" subscription as SubscribedTopicRegex
+        m = confluent_member(broker, f"^{prefix}-.*", group, "confluent-regex", tmp_path)
     try:
         produced = produce(broker, first, "first", count=20, partitions=2)
         expect_each_once([m], produced)
