@@ -163,3 +163,144 @@ def test_68_and_69_are_advertised_only_with_the_consumer_protocol(tmp_path, prot
     table = advertised_api_versions(settings(tmp_path, **{"group.coordinator.rebalance.protocols": protocols}))
     assert (68 in table and 69 in table) is advertised
     assert 11 in table
+
+
+# ---------------------------------------------------------------- the heartbeat's rules over the wire
+def hb(group="g", member_id="m", epoch=0, topics=("t",), owned=(), instance=None, regex=None, assignor=None,
+       timeout=30000):
+    return ConsumerGroupHeartbeatRequest(
+        group_id=group, member_id=member_id, member_epoch=epoch, instance_id=instance,
+        rebalance_timeout_ms=timeout if epoch == 0 else -1, server_assignor=assignor,
+        subscribed_topic_names=None if topics is None else list(topics), subscribed_topic_regex=regex,
+        topic_partitions=None if owned is None else [
+            ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=list(ps)) for t, ps in owned])
+
+
+def owned_of(resp):
+    return [(tp.topic_id, tp.partitions) for tp in resp.assignment.topic_partitions] if resp.assignment else []
+
+
+async def started(tmp_path, **extra):
+    b = Broker(settings(tmp_path, **extra))
+    await b.start()
+    await b.group_coordinator.wait_loaded()
+    return b, await AsyncWireClient.connect("127.0.0.1", b.bound[0].port)
+
+
+def test_heartbeat_errors_and_limits(tmp_path):
+    async def scenario():
+        b, c = await started(tmp_path, **{"group.consumer.max.size": "2"})
+        b.controller.create_topic("t", 2, 1, {})
+        out = {
+            "bad regex": (await c.call(68, 1, hb(member_id="r", topics=None, regex="(?=x)"))).error_code,
+            "assignor": (await c.call(68, 1, hb(member_id="a", assignor="sticky"))).error_code,
+            "no member id": (await c.call(68, 1, hb(member_id=""))).error_code,
+            "join without subscription": (await c.call(68, 1, hb(member_id="x", topics=None))).error_code,
+            "unknown group": (await c.call(68, 1, hb(group="nope", epoch=3))).error_code,
+        }
+        assert (await c.call(68, 1, hb(member_id="m1"))).error_code == E.NONE
+        assert (await c.call(68, 1, hb(member_id="m2"))).error_code == E.NONE
+        out["full"] = (await c.call(68, 1, hb(member_id="m3"))).error_code
+        # v0: the broker names the member
+        v0 = await c.call(68, 0, hb(group="g0", member_id=""))
+        await b.stop()
+        return out, v0
+
+    out, v0 = asyncio.run(scenario())
+    assert out == {"bad regex": E.INVALID_REGULAR_EXPRESSION, "assignor": E.UNSUPPORTED_ASSIGNOR,
+                   "no member id": E.INVALID_REQUEST, "join without subscription": E.INVALID_REQUEST,
+                   "unknown group": E.GROUP_ID_NOT_FOUND, "full": E.GROUP_MAX_SIZE_REACHED}
+    assert v0.error_code == E.NONE and v0.member_id and v0.member_epoch == 1
+
+
+def test_static_member_leaves_for_a_while_and_comes_back_to_its_partitions(tmp_path):
+    async def scenario():
+        b, c = await started(tmp_path)
+        b.controller.create_topic("t", 4, 1, {})
+        a = await c.call(68, 1, hb(member_id="a", instance="i-a"))
+        s = await c.call(68, 1, hb(member_id="s", instance="i-s"))
+        # a releases what the target moves to s, then s takes it
+        a2 = await c.call(68, 1, hb(member_id="a", epoch=a.member_epoch, topics=None, owned=owned_of(a)))
+        a3 = await c.call(68, 1, hb(member_id="a", epoch=a2.member_epoch, topics=None,
+                                    owned=owned_of(a2) or owned_of(a)))
+        s2 = await c.call(68, 1, hb(member_id="s", epoch=s.member_epoch, topics=None, owned=[]))
+        held = owned_of(s2)
+        away = await c.call(68, 1, hb(member_id="s", epoch=-2, topics=None, owned=None, instance="i-s"))
+        taken = await c.call(68, 1, hb(member_id="other", instance="i-a"))     # a is alive: not released
+        back = await c.call(68, 1, hb(member_id="s-new", instance="i-s"))
+        describe = await c.call(69, 1, ConsumerGroupDescribeRequest(group_ids=["g"]))
+        await b.stop()
+        return a3, held, away, taken, back, describe
+
+    a3, held, away, taken, back, describe = asyncio.run(scenario())
+    assert held and away.error_code == E.NONE and away.member_epoch == -2
+    assert taken.error_code == E.UNRELEASED_INSTANCE_ID
+    assert back.error_code == E.NONE and owned_of(back) == held      # the same partitions, no rebalance
+    members = {m.member_id for m in describe.groups[0].members}
+    assert members == {"a", "s-new"}
+
+
+def test_offsets_with_member_epochs_and_the_admin_apis(tmp_path):
+    from kafka_compat.protocol.messages.delete_groups import DeleteGroupsRequest
+    from kafka_compat.protocol.messages.describe_groups import DescribeGroupsRequest
+    from kafka_compat.protocol.messages.list_groups import ListGroupsRequest
+    from kafka_compat.protocol.messages.offset_commit import OffsetCommitRequest
+    from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
+
+    def commit(epoch, version):
+        return OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=epoch, member_id="m", topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=5,
+                                                                 committed_metadata="")])])
+
+    def fetch(epoch):
+        return OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+            group_id="g", member_id="m", member_epoch=epoch, topics=None)])
+
+    async def scenario():
+        b, c = await started(tmp_path)
+        b.controller.create_topic("t", 2, 1, {})
+        j = await c.call(68, 1, hb(member_id="m"))
+        out = {
+            "v9 right epoch": (await c.call(8, 9, commit(j.member_epoch, 9))).topics[0].partitions[0].error_code,
+            "v9 stale": (await c.call(8, 9, commit(j.member_epoch + 5, 9))).topics[0].partitions[0].error_code,
+            "v8": (await c.call(8, 8, commit(j.member_epoch, 8))).topics[0].partitions[0].error_code,
+            "fetch stale": (await c.call(9, 9, fetch(j.member_epoch + 5))).groups[0].error_code,
+        }
+        fetched = (await c.call(9, 9, fetch(j.member_epoch))).groups[0]
+        out["fetched"] = [(p.partition_index, p.committed_offset) for t in fetched.topics for p in t.partitions]
+        listed = await c.call(16, 5, ListGroupsRequest(types_filter=["consumer"]))
+        classic_only = await c.call(16, 5, ListGroupsRequest(types_filter=["classic"]))
+        described = await c.call(15, 6, DescribeGroupsRequest(groups=["g"]))
+        not_empty = await c.call(42, 2, DeleteGroupsRequest(groups_names=["g"]))
+        await c.call(68, 1, hb(member_id="m", epoch=-1, topics=None, owned=None))
+        deleted = await c.call(42, 2, DeleteGroupsRequest(groups_names=["g"]))
+        gone = await c.call(69, 0, ConsumerGroupDescribeRequest(group_ids=["g"]))
+        await b.stop()
+        return out, listed, classic_only, described, not_empty, deleted, gone
+
+    out, listed, classic_only, described, not_empty, deleted, gone = asyncio.run(scenario())
+    assert out == {"v9 right epoch": E.NONE, "v9 stale": E.STALE_MEMBER_EPOCH, "v8": E.UNSUPPORTED_VERSION,
+                   "fetch stale": E.STALE_MEMBER_EPOCH, "fetched": [(0, 5)]}
+    assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == [("g", "consumer", "consumer")]
+    assert not classic_only.groups
+    assert described.groups[0].error_code == E.GROUP_ID_NOT_FOUND and described.groups[0].group_state == "Dead"
+    assert described.groups[0].error_message == "Group g is not a classic group."
+    assert not_empty.results[0].error_code == E.NON_EMPTY_GROUP
+    assert deleted.results[0].error_code == E.NONE
+    assert gone.groups[0].error_code == E.GROUP_ID_NOT_FOUND
+
+
+def test_new_partitions_reach_members_without_a_rejoin(tmp_path):
+    async def scenario():
+        b, c = await started(tmp_path)
+        b.controller.create_topic("t", 2, 1, {})
+        j = await c.call(68, 1, hb(member_id="m"))
+        b.controller.create_partitions("t", 5)
+        later = await c.call(68, 1, hb(member_id="m", epoch=j.member_epoch, topics=None, owned=owned_of(j)))
+        await b.stop()
+        return j, later
+
+    j, later = asyncio.run(scenario())
+    assert sum(len(ps) for _, ps in owned_of(j)) == 2
+    assert later.member_epoch > j.member_epoch and sum(len(ps) for _, ps in owned_of(later)) == 5

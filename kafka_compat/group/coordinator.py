@@ -265,6 +265,12 @@ class GroupCoordinator:
                    for m in group.members.values()]
         return E.NONE, GroupSummary(group.state.value, group.protocol_type or "", "", members)
 
+    def not_found_message(self, group_id: str) -> str:
+        """Why DescribeGroups (v6+) finds no classic group of this id, in Kafka's words."""
+        if self.groups.consumer_group(group_id) is not None:
+            return f"Group {group_id} is not a classic group."
+        return f"Group {group_id} not found."
+
     def handle_delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         errors: dict[str, int] = {}
         for group_id in group_ids:

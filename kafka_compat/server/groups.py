@@ -279,7 +279,8 @@ class GroupsApi:
                 # Kafka answers "Dead" for an unknown group, and GROUP_ID_NOT_FOUND from v6.
                 if v >= 6:
                     out.append(DescribeGroupsResponse.DescribedGroup(
-                        error_code=E.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.",
+                        error_code=E.GROUP_ID_NOT_FOUND,
+                        error_message=self.group_coordinator.not_found_message(group_id),
                         group_id=group_id, group_state="Dead"))
                 else:
                     out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, group_state="Dead"))

@@ -361,6 +361,11 @@ class ConsumerGroupProtocol:
                 log.info("group %s: static member %s (%s) joins", group.group_id, instance_id, member_id)
                 return group.members.get(member_id) or ConsumerGroupMember(member_id)
             if existing.member_id == member_id:
+                if not use_classic and existing.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    # Back from a temporary leave under the same id: it resumes with what it had.
+                    back = existing.with_(member_epoch=0, previous_member_epoch=0)
+                    self._emit(group, records, current_assignment_record(group.group_id, back))
+                    return group.members[member_id]
                 return existing if use_classic else self._dynamic_member(group, member_id, epoch, owned, records)
             if not use_classic and not existing.use_classic_protocol \
                     and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
