@@ -304,3 +304,25 @@ def test_new_partitions_reach_members_without_a_rejoin(tmp_path):
     j, later = asyncio.run(scenario())
     assert sum(len(ps) for _, ps in owned_of(j)) == 2
     assert later.member_epoch > j.member_epoch and sum(len(ps) for _, ps in owned_of(later)) == 5
+
+
+def test_a_coordinator_move_unloads_and_reloads_the_partition(tmp_path):
+    async def scenario():
+        b, c = await started(tmp_path)
+        b.controller.create_topic("t", 3, 1, {})
+        j = await c.call(68, 1, hb(member_id="m"))
+        coordinator = b.group_coordinator
+        index = coordinator.partition_for("g")
+        before = coordinator.groups.get_group("g")
+        coordinator.on_resignation(index)          # another broker leads the partition now
+        unloaded = coordinator.groups.get_group("g")
+        await coordinator.on_election(index)       # and back here
+        after = coordinator.groups.get_group("g")
+        await b.stop()
+        return j, before, unloaded, after
+
+    j, before, unloaded, after = asyncio.run(scenario())
+    assert unloaded is None and before.is_dead
+    assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+    assert after.members["m"].assigned_partitions == before.members["m"].assigned_partitions
+    assert after.members["m"].member_epoch == j.member_epoch

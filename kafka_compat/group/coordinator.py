@@ -306,7 +306,7 @@ class GroupCoordinator:
         self.runtime.on_resignation(index)
         for group in self.groups.groups_of_partition(index):
             self._unload(group)
-            del self.groups.groups[group.group_id]
+            self.groups.remove(group.group_id)      # marks it dead: requests still holding it stop
         self.offsets.unload([g for g in list(self.offsets.offsets) if self.partition_for(g) == index])
 
     def _replay_partition(self, index: int, records) -> None:

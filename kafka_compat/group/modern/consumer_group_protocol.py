@@ -274,6 +274,12 @@ class ConsumerGroupProtocol:
         target = group.target_assignment.get(member.member_id, {})
         updated = reconcile(member, epoch, target, group.current_partition_epoch, owned)
         if updated != member:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("group %s: member %s %s epoch %d -> %s epoch %d, %d assigned, %d to revoke",
+                          group.group_id, member.member_id, member.state.name, member.member_epoch,
+                          updated.state.name, updated.member_epoch,
+                          sum(len(p) for p in updated.assigned_partitions.values()),
+                          sum(len(p) for p in updated.partitions_pending_revocation.values()))
             self._emit(group, records, current_assignment_record(group.group_id, updated))
             if not updated.use_classic_protocol:
                 key = ("rebalance", group.group_id, member.member_id)
