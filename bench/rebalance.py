@@ -141,6 +141,9 @@ def main(argv=None) -> int:
                     help="the broker's group.consumer.heartbeat.interval.ms (default: --heartbeat-ms)")
     ap.add_argument("--settle", type=float, default=3.0, help="seconds of steady state before the join")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds a rebalance may take")
+    ap.add_argument("--waiting-heartbeat-ms", type=int, default=None,
+                    help="group.consumer.min.heartbeat.interval.ms: how often a member waiting for released "
+                         "partitions heartbeats (default: the consumer heartbeat)")
     ap.add_argument("--only", action="append", choices=sorted(CONTENDERS), help="run only these contenders")
     ap.add_argument("--data-dir", default=None, help="keep the broker's data and broker.log here")
     ap.add_argument("--bootstrap", default=None,
@@ -152,7 +155,7 @@ def main(argv=None) -> int:
     from kafka_compat.testing import EmbeddedBroker
     consumer_hb = args.consumer_heartbeat_ms or args.heartbeat_ms
     props = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 5,
-             "group.consumer.min.heartbeat.interval.ms": min(consumer_hb, 5000),
+             "group.consumer.min.heartbeat.interval.ms": min(args.waiting_heartbeat_ms or consumer_hb, 5000),
              "group.consumer.heartbeat.interval.ms": consumer_hb}
     contenders = {name: conf for name, conf in CONTENDERS.items() if not args.only or name in args.only}
     results: dict[str, list[dict]] = {name: [] for name in contenders}
@@ -175,7 +178,7 @@ def main(argv=None) -> int:
             producing.thread.join(30)
     medians = {name: statistics.median(o["recovery_s"] for o in rs) for name, rs in results.items()}
     print(json.dumps({"median_recovery_s": medians, "classic_heartbeat_ms": args.heartbeat_ms,
-                      "consumer_heartbeat_ms": consumer_hb}))
+                      "consumer_heartbeat_ms": consumer_hb, "waiting_heartbeat_ms": args.waiting_heartbeat_ms}))
     print(f"\n{args.members} members + 1 joining, {args.partitions} partitions, classic heartbeat "
           f"{args.heartbeat_ms} ms, consumer-protocol heartbeat {consumer_hb} ms")
     for name, value in medians.items():

@@ -326,3 +326,18 @@ def test_a_coordinator_move_unloads_and_reloads_the_partition(tmp_path):
     assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
     assert after.members["m"].assigned_partitions == before.members["m"].assigned_partitions
     assert after.members["m"].member_epoch == j.member_epoch
+
+
+def test_a_member_waiting_for_partitions_heartbeats_at_the_minimum_interval(tmp_path):
+    async def scenario():
+        b, c = await started(tmp_path, **{"group.consumer.min.heartbeat.interval.ms": "100",
+                                          "group.consumer.heartbeat.interval.ms": "1000"})
+        b.controller.create_topic("t", 2, 1, {})
+        first = await c.call(68, 1, hb(member_id="a"))
+        waiting = await c.call(68, 1, hb(member_id="b"))       # its target is still owned by a
+        await b.stop()
+        return first, waiting
+
+    first, waiting = asyncio.run(scenario())
+    assert first.heartbeat_interval_ms == 1000 and owned_of(first)
+    assert not owned_of(waiting) and waiting.heartbeat_interval_ms == 100

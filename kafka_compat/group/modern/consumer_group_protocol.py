@@ -95,6 +95,10 @@ class ConsumerGroupProtocol:
         self.metadata_cache = metadata_cache
         self.clock = clock
         self.heartbeat_interval_ms = cfg["group.consumer.heartbeat.interval.ms"]
+        # A member waiting for partitions others still own asks again this often (Kafka's defaults make
+        # it the same interval; lowering group.consumer.min.heartbeat.interval.ms shortens that wait).
+        self.waiting_heartbeat_interval_ms = min(cfg["group.consumer.min.heartbeat.interval.ms"],
+                                                 self.heartbeat_interval_ms)
         self.session_timeout_ms = cfg["group.consumer.session.timeout.ms"]
         self.max_size = cfg["group.consumer.max.size"]
         self.classic_max_size = cfg["group.max.size"]
@@ -213,7 +217,9 @@ class ConsumerGroupProtocol:
         self._schedule_session_timeout(group_id, member_id, self.session_timeout_ms)
         full = epoch == 0 or (rebalance_timeout_ms != -1 and names is not None and owned is not None)
         changed = updated.assigned_partitions != before.assigned_partitions
-        return HeartbeatResult(E.NONE, None, member_id, updated.member_epoch, self.heartbeat_interval_ms,
+        interval = self.waiting_heartbeat_interval_ms if updated.state == MemberState.UNRELEASED_PARTITIONS \
+            else self.heartbeat_interval_ms
+        return HeartbeatResult(E.NONE, None, member_id, updated.member_epoch, interval,
                                dict(updated.assigned_partitions) if full or changed else None)
 
     def _update_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
