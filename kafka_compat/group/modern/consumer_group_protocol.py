@@ -145,6 +145,7 @@ class ConsumerGroupProtocol:
                   server_assignor: str | None, owned: list | None, client_id: str, client_host: str,
                   callback) -> None:
         """``callback(HeartbeatResult)`` once what changed is durable. `owned` is [(topic id, [partitions])]."""
+        records: list = []
         try:
             self._validate_request(api_version, group_id, member_id, member_epoch, instance_id, rack_id,
                                    rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
@@ -152,11 +153,13 @@ class ConsumerGroupProtocol:
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 self._leave(group_id, member_id, instance_id, member_epoch, callback)
                 return
-            records: list = []
             result = self._heartbeat(group_id, member_id or str(uuid.uuid4()), member_epoch, instance_id, rack_id,
                                      rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
                                      server_assignor, owned, client_id, client_host, records)
         except KafkaError as e:
+            if records:
+                # What was applied before the error (a conversion, a replaced member) stays: store it too.
+                self._append(group_id, records, lambda error: None)
             callback(HeartbeatResult(e.error_code, str(e), member_id or None, member_epoch))
             return
         self._append(group_id, records, lambda error: callback(
@@ -600,6 +603,7 @@ class ConsumerGroupProtocol:
         unknown = member_id == ""
         if unknown:
             member_id = f"{client_id}-{uuid.uuid4()}"
+        records: list = []
         try:
             self._throw_if_full(group, member_id)
             if not group.supports_classic_protocols(protocol_type, {n for n, _ in protocols}):
@@ -607,7 +611,6 @@ class ConsumerGroupProtocol:
             if unknown and instance_id is None and require_known_member_id:
                 callback(JoinResult(E.MEMBER_ID_REQUIRED, member_id))
                 return
-            records: list = []
             if instance_id is None:
                 member = group.members.get(member_id)
                 if member is None:
@@ -632,12 +635,15 @@ class ConsumerGroupProtocol:
                     (n, bytes(d)) for n, d in protocols)))
             self._update_member(group, member, updated, records, True)
             updated = self._maybe_reconcile(group, group.members[member_id], owned, records)
-        except KafkaError as e:
-            callback(JoinResult(e.error_code, member_id))
-            return
-        except Exception:
-            log.exception("group %s: cannot read the subscription of %s", group_id, member_id)
-            callback(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
+        except Exception as e:
+            if isinstance(e, KafkaError):
+                error = e.error_code
+            else:
+                log.exception("group %s: cannot read the subscription of %s", group_id, member_id)
+                error = E.INCONSISTENT_GROUP_PROTOCOL
+            if records:
+                self._append(group_id, records, lambda error: None)
+            callback(JoinResult(error, member_id))
             return
         result = JoinResult(E.NONE, member_id, updated.member_epoch, CONSUMER_PROTOCOL_TYPE, protocols[0][0], "")
 
