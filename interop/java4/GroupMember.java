@@ -18,7 +18,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 /**
  * One consumer-group member written with the Java client 4.x, reporting as
  * interop/test_groups_support.py expects: JSON lines "assigned" (the whole set it
- * holds), "revoked", and "records" only after they were committed; "close" on
+ * holds), "revoked", "fetched" before a commit and "records" only after it; "close" on
  * stdin closes the consumer (it leaves the group), SIGKILL is a crash.
  *
  * usage: GroupMember BOOTSTRAP TOPIC-OR-/REGEX/ GROUP NAME PROTOCOL(classic|consumer) [ASSIGNOR]
@@ -90,6 +90,12 @@ public final class GroupMember {
             while (!stop.get()) {
                 ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(100));
                 if (records.isEmpty()) continue;
+                List<String> out = new ArrayList<>();
+                for (ConsumerRecord<String, String> r : records) {
+                    out.add(String.format(Locale.ROOT, "[%d,%d,\"%s\"]", r.partition(), r.offset(), r.value()));
+                }
+                String listed = "\"records\":[" + String.join(",", out) + "]";
+                emit("fetched", listed);     // a kill between the commit and its report must not lose these
                 try {
                     c.commitSync();
                 } catch (RuntimeException e) {
@@ -102,11 +108,7 @@ public final class GroupMember {
                     }
                     continue;
                 }
-                List<String> out = new ArrayList<>();
-                for (ConsumerRecord<String, String> r : records) {
-                    out.add(String.format(Locale.ROOT, "[%d,%d,\"%s\"]", r.partition(), r.offset(), r.value()));
-                }
-                emit("records", "\"records\":[" + String.join(",", out) + "]");
+                emit("records", listed);
             }
         }
         emit("closed", "");
