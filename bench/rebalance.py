@@ -6,9 +6,17 @@ eager `range`, the classic protocol with `cooperative-sticky`, and the consumer 
 consumers sharing PARTITIONS partitions while a producer writes to every partition all the
 time; once they all consume, one more member joins (time t0).
 
-The figure: for each partition, the first time its final owner consumes a record written
-after t0; the largest of those, minus t0. A partition that never stopped counts from its first
-record after t0, one that moved from when its new owner reads it. Every contender gets the same
+Two figures. Recovery: for each partition, the first time its final owner consumes a record
+written after t0; the largest of those, minus t0 (a partition that never stopped counts from
+its first record after t0, one that moved from when its new owner reads it). Both protocols
+need every member that gives up partitions to hear of the join at its next heartbeat, so this
+is about one heartbeat interval for all three. Stall: for each partition, the longest time
+after t0 that nobody consumed it (the gap between two consecutive reads, by anyone); the
+largest of those, over the partitions that moved (read by another member after t0) and, as a
+median, over those kept by the member reading them before t0, beside the median gap of the
+steady state (the --settle seconds before t0). Eager stops every partition until the last
+member rejoins; an incremental protocol stops only those that move, from their release until
+the new owner reads them. Every contender gets the same
 heartbeat interval (`--heartbeat-ms`, the classic clients' heartbeat.interval.ms and the
 broker's group.consumer.heartbeat.interval.ms) and auto-commits every 200 ms.
 
@@ -119,10 +127,39 @@ def round_once(bootstrap: str, topic: str, partitions: int, members: int, name: 
         final = owner[p][1]
         times = [t for t, q, written in final.seen if q == p and written >= t0]
         first_after.append(min(times) - t0 if times else float("inf"))
+    before: dict[int, tuple[float, Member]] = {}
+    for m in crew:
+        for t, p, _ in m.seen:
+            if t < t0 and (p not in before or t > before[p][0]):
+                before[p] = (t, m)
+    moved = {p for p in range(partitions) if before[p][1] is not owner[p][1]}
+    stalls = partition_stalls(crew, partitions, t0)
+    steady = partition_stalls(crew, partitions, t0 - settle, t0)
+    kept = [s for p, s in enumerate(stalls) if p not in moved] or [0.0]
     return {"contender": name, "recovery_s": round(max(first_after), 3),
             "median_partition_s": round(statistics.median(first_after), 3),
+            "max_stall_s": round(max(stalls), 3), "moved": len(moved),
+            "moved_max_stall_s": round(max([stalls[p] for p in moved] or [0.0]), 3),
+            "kept_median_stall_s": round(statistics.median(kept), 3), "kept_max_stall_s": round(max(kept), 3),
+            "steady_median_gap_s": round(statistics.median(steady), 3),
             "late_member_partitions": len({p for _, p, w in late.seen if w >= t0}),
             "members": members + 1, "partitions": partitions}
+
+
+def partition_stalls(crew, partitions: int, t0: float, end: float = float("inf")) -> list[float]:
+    """Per partition, the longest time in [t0, end] between two consecutive reads of it (by any member)."""
+    reads: dict[int, list[float]] = {p: [] for p in range(partitions)}
+    for m in crew:
+        for t, p, _ in m.seen:
+            reads[p].append(t)
+    out = []
+    for p in range(partitions):
+        times = sorted(reads[p])
+        before = [t for t in times if t < t0]
+        after = [t for t in times if t0 <= t <= end]
+        points = before[-1:] + after
+        out.append(max((b - max(a, t0) for a, b in zip(points, points[1:])), default=float("inf")))
+    return out
 
 
 def all_flowing(crew, partitions: int, t0: float) -> bool:
@@ -177,19 +214,27 @@ def main(argv=None) -> int:
             producing.stop.set()
             producing.thread.join(30)
     medians = {name: statistics.median(o["recovery_s"] for o in rs) for name, rs in results.items()}
-    print(json.dumps({"median_recovery_s": medians, "classic_heartbeat_ms": args.heartbeat_ms,
-                      "consumer_heartbeat_ms": consumer_hb, "waiting_heartbeat_ms": args.waiting_heartbeat_ms}))
+    stalls = {name: statistics.median(o["max_stall_s"] for o in rs) for name, rs in results.items()}
+    kept = {name: statistics.median(o["kept_median_stall_s"] for o in rs) for name, rs in results.items()}
+    steady = {name: statistics.median(o["steady_median_gap_s"] for o in rs) for name, rs in results.items()}
+    print(json.dumps({"median_recovery_s": medians, "median_max_stall_s": stalls, "median_kept_stall_s": kept,
+                      "median_steady_gap_s": steady,
+                      "classic_heartbeat_ms": args.heartbeat_ms, "consumer_heartbeat_ms": consumer_hb,
+                      "waiting_heartbeat_ms": props["group.consumer.min.heartbeat.interval.ms"]}))
     print(f"\n{args.members} members + 1 joining, {args.partitions} partitions, classic heartbeat "
-          f"{args.heartbeat_ms} ms, consumer-protocol heartbeat {consumer_hb} ms")
-    for name, value in medians.items():
-        print(f"  {name:22s} {value:7.2f} s until every partition is consumed again")
-    ours = medians.get("consumer")
-    for name in ("classic-eager", "classic-cooperative"):
-        if ours is None or name not in medians:
-            continue
-        ratio = medians[name] / ours if ours else float("inf")
-        print(f"  consumer protocol vs {name}: {ratio:.1f}x faster")
-        print(json.dumps({"ratio": f"{name}/consumer", "value": round(ratio, 2)}))
+          f"{args.heartbeat_ms} ms, consumer-protocol heartbeat {consumer_hb} ms "
+          f"(waiting for partitions: {props['group.consumer.min.heartbeat.interval.ms']} ms)")
+    for name in medians:
+        print(f"  {name:22s} recovery {medians[name]:6.2f} s, longest stall {stalls[name]:6.2f} s, "
+              f"kept partitions' stall {kept[name]:5.2f} s (steady state {steady[name]:5.2f} s)")
+    for label, figures in (("recovery", medians), ("stall", stalls), ("kept stall", kept)):
+        ours = figures.get("consumer")
+        for name in ("classic-eager", "classic-cooperative"):
+            if ours is None or name not in figures:
+                continue
+            ratio = figures[name] / ours if ours else float("inf")
+            print(f"  {label}: {name} / consumer = {ratio:.2f}")
+            print(json.dumps({"ratio": f"{label} {name}/consumer", "value": round(ratio, 2)}))
     return 0
 
 
