@@ -56,16 +56,18 @@ def java4():
     return peers.require(peers.java4_classpath(), "the Java client 4.x")
 
 
-def java4_member(classpath, broker, topic, group, name, log_dir, protocol="consumer", assignor="range") -> Member:
+def java4_member(classpath, broker, topic, group, name, log_dir, protocol="consumer", assignor="range",
+                 instance: str | None = None) -> Member:
     return Member("java-4.2.1", ["java", "-Xmx256m", "-cp", classpath, "GroupMember", broker.bootstrap, topic,
-                                 group, name, protocol, assignor], name, log_dir)
+                                 group, name, protocol, assignor, *([instance] if instance else [])], name, log_dir)
 
 
-def confluent_member(broker, topic, group, name, log_dir, protocol="consumer", assignor="range") -> Member:
+def confluent_member(broker, topic, group, name, log_dir, protocol="consumer", assignor="range",
+                     instance: str | None = None) -> Member:
     if protocol == "consumer" and not confluent_supports_consumer_protocol():
         pytest.skip("the installed librdkafka predates the consumer protocol (2.12)")
     return python_member("confluent-kafka", broker.bootstrap, topic, group, name, log_dir, protocol=protocol,
-                         assignor=assignor)
+                         assignor=assignor, instance=instance)
 
 
 class Producing:
@@ -221,3 +223,42 @@ def new_named_topic(broker, name: str, partitions: int) -> str:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
     return name
+
+
+@pytest.mark.parametrize("client", ["java", "confluent"])
+def test_a_static_member_restarts_into_its_own_partitions(tmp_path, client):
+    """A static member that closes (a temporary leave, epoch -2) and comes back under the same
+    instance id within the session gets its partitions again; the other member is not disturbed."""
+    # its own broker: the member must be back within the session, so give it a long one
+    props = {**BROKER, "group.consumer.session.timeout.ms": "30000"}
+    with EmbeddedBroker(props, data_dir=str(tmp_path / "broker")) as broker:
+        topic, group = new_topic(broker, 6), unique("static")
+
+        def start(name, instance):
+            if client == "java":
+                return java4_member(peers.require(peers.java4_classpath(), "the Java client 4.x"), broker, topic,
+                                    group, name, tmp_path, instance=instance)
+            return confluent_member(broker, topic, group, name, tmp_path, instance=instance)
+
+        a, b = start("static-a", "instance-a"), start("static-b", "instance-b")
+        everyone = [a, b]
+        try:
+            wait_until(lambda: even([a, b], 6), "two static members to share six partitions", everyone)
+            produced = produce(broker, topic, "before", count=30, partitions=6)
+            expect_each_once(everyone, produced)
+            held_b, assignments_of_a = list(b.assignment), len(a.assignments)
+            b.close()
+            produced |= produce(broker, topic, "away", count=30, partitions=6)
+            b2 = start("static-b-again", "instance-b")
+            everyone.append(b2)
+            wait_until(lambda: b2.assignment, "the static member to come back", everyone[::2])
+            assert sorted(b2.assignment) == sorted(held_b)
+            produced |= produce(broker, topic, "back", count=30, partitions=6)
+            expect_each_once(everyone, produced)
+            # the partitions waited for their member: nobody else read what was written while it was away
+            assert {v for _, _, v in b2.records if v.startswith("away")} == \
+                {v for v in produced if v.startswith("away") and int(v.split("-")[1]) % 6 in held_b}
+            assert len(a.assignments) == assignments_of_a, "the other member was rebalanced"
+        finally:
+            for m in everyone:
+                m.stop()

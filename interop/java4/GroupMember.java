@@ -21,7 +21,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * holds), "revoked", "fetched" before a commit and "records" only after it; "close" on
  * stdin closes the consumer (it leaves the group), SIGKILL is a crash.
  *
- * usage: GroupMember BOOTSTRAP TOPIC-OR-/REGEX/ GROUP NAME PROTOCOL(classic|consumer) [ASSIGNOR]
+ * usage: GroupMember BOOTSTRAP TOPIC-OR-/REGEX/ GROUP NAME PROTOCOL(classic|consumer) [ASSIGNOR [INSTANCE-ID]]
  * A topic written /re/ subscribes to the broker-side regular expression re (KIP-848).
  */
 public final class GroupMember {
@@ -49,6 +49,7 @@ public final class GroupMember {
         p.put("enable.auto.commit", "false");
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
+        if (args.length > 6) p.put("group.instance.id", args[6]);      // a static member
         if (protocol.equals("classic")) {
             p.put("session.timeout.ms", "6000");
             p.put("heartbeat.interval.ms", "1000");
