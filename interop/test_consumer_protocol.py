@@ -262,3 +262,46 @@ def test_a_static_member_restarts_into_its_own_partitions(tmp_path, client):
         finally:
             for m in everyone:
                 m.stop()
+
+
+def test_members_carry_on_across_a_broker_restart(tmp_path, java4):
+    """The group's members, epochs and assignments are reloaded from __consumer_offsets: after a
+    restart the members heartbeat on with the epochs they had, keep their partitions (no new
+    assignment reaches them) and no record is lost or read twice past a commit."""
+    props = {**BROKER, "group.consumer.session.timeout.ms": "30000"}
+    with EmbeddedBroker(props, data_dir=str(tmp_path / "broker")) as broker:
+        topic, group = new_topic(broker, 6), unique("restart")
+        a = java4_member(java4, broker, topic, group, "java-a", tmp_path)
+        b = confluent_member(broker, topic, group, "confluent-b", tmp_path)
+        everyone = [a, b]
+        try:
+            wait_until(lambda: even(everyone, 6), "two members to share six partitions", everyone)
+            produced = produce(broker, topic, "before", count=30, partitions=6)
+            expect_each_once(everyone, produced)
+            before = {m.name: (list(m.assignment), len(m.assignments)) for m in everyone}
+            epochs = member_epochs(broker, group)
+            assert set(epochs) == {"java-a", "confluent-b"} and min(epochs.values()) > 0
+            broker.restart()
+            produced |= produce(broker, topic, "after", count=30, partitions=6)
+            expect_each_once(everyone, produced)
+            assert {m.name: (list(m.assignment), len(m.assignments)) for m in everyone} == before
+            assert member_epochs(broker, group) == epochs
+        finally:
+            for m in everyone:
+                m.stop()
+
+
+def member_epochs(broker, group: str) -> dict[str, int]:
+    """ConsumerGroupDescribe's member epochs by client id."""
+    from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from wire import WireClient
+
+    host, port = broker.bootstrap.split(":")
+    client = WireClient(host, int(port))
+    try:
+        (described,) = client.call(69, 0, ConsumerGroupDescribeRequest(group_ids=[group])).groups
+    finally:
+        client.close()
+    assert described.error_code == 0, described
+    return {m.client_id: m.member_epoch for m in described.members}
