@@ -305,3 +305,27 @@ def member_epochs(broker, group: str) -> dict[str, int]:
         client.close()
     assert described.error_code == 0, described
     return {m.client_id: m.member_epoch for m in described.members}
+
+
+def test_added_partitions_reach_members_and_the_range_assignor_they_asked_for(broker, java4, tmp_path):
+    """Partitions added while the group runs are assigned without a restart, by the server-side
+    assignor the members name (group.remote.assignor=range: each member a contiguous range)."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    topic, group = new_topic(broker, 2), unique("grow")
+    a = java4_member(java4, broker, topic, group, "java-range", tmp_path, assignor="server:range")
+    b = confluent_member(broker, topic, group, "confluent-range", tmp_path, assignor="server:range")
+    everyone = [a, b]
+    try:
+        wait_until(lambda: even(everyone, 2), "two members to share two partitions", everyone)
+        produced = produce(broker, topic, "two", count=10, partitions=2)
+        expect_each_once(everyone, produced)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_partitions([NewPartitions(topic, 6)])[topic].result(30)
+        wait_until(lambda: even(everyone, 6), "the four new partitions to be assigned", everyone)
+        for m in everyone:
+            assert m.assignment == list(range(m.assignment[0], m.assignment[0] + 3)), (m.name, m.assignment)
+        produced |= produce(broker, topic, "six", count=60, partitions=6)
+        expect_each_once(everyone, produced)
+    finally:
+        for m in everyone:
+            m.stop()

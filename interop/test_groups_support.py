@@ -91,6 +91,8 @@ def run_confluent(args, stop: threading.Event) -> None:
     if args.protocol == "consumer":
         # KIP-848: the broker sets timeouts and assigns; the client only names what it consumes.
         conf["group.protocol"] = "consumer"
+        if args.assignor.startswith("server:"):
+            conf["group.remote.assignor"] = args.assignor.removeprefix("server:")
     else:
         conf.update({"session.timeout.ms": args.session_ms, "heartbeat.interval.ms": args.session_ms // 4,
                      "partition.assignment.strategy": args.assignor})
@@ -188,7 +190,7 @@ def main(argv=None) -> int:
     ap.add_argument("--instance", default=None, help="group.instance.id (static membership)")
     ap.add_argument("--session-ms", type=int, default=3000)
     ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic", help="group.protocol")
-    ap.add_argument("--assignor", default="range", help="partition.assignment.strategy (classic)")
+    ap.add_argument("--assignor", default="range", help="partition.assignment.strategy (classic); server:NAME is the consumer protocol's group.remote.assignor")
     args = ap.parse_args(argv)
     stop = threading.Event()
     watch_stdin(stop)

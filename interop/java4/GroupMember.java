@@ -22,7 +22,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * stdin closes the consumer (it leaves the group), SIGKILL is a crash.
  *
  * usage: GroupMember BOOTSTRAP TOPIC-OR-/REGEX/ GROUP NAME PROTOCOL(classic|consumer) [ASSIGNOR [INSTANCE-ID]]
- * A topic written /re/ subscribes to the broker-side regular expression re (KIP-848).
+ * A topic written /re/ subscribes to the broker-side regular expression re (KIP-848); an ASSIGNOR
+ * written server:NAME names the broker's assignor for the consumer protocol (group.remote.assignor).
  */
 public final class GroupMember {
     static synchronized void emit(String event, String fields) {
@@ -50,6 +51,9 @@ public final class GroupMember {
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
         if (args.length > 6) p.put("group.instance.id", args[6]);      // a static member
+        if (protocol.equals("consumer") && args.length > 5 && args[5].startsWith("server:")) {
+            p.put("group.remote.assignor", args[5].substring("server:".length()));   // the broker's assignor
+        }
         if (protocol.equals("classic")) {
             p.put("session.timeout.ms", "6000");
             p.put("heartbeat.interval.ms", "1000");
