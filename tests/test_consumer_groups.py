@@ -341,3 +341,46 @@ def test_a_member_waiting_for_partitions_heartbeats_at_the_minimum_interval(tmp_
     first, waiting = asyncio.run(scenario())
     assert first.heartbeat_interval_ms == 1000 and owned_of(first)
     assert not owned_of(waiting) and waiting.heartbeat_interval_ms == 100
+
+
+def test_transactional_offsets_of_a_consumer_group_member_count_at_the_commit(tmp_path):
+    """TxnOffsetCommit for a consumer group: checked against the member's epoch, pending (unstable)
+    until the transaction commits, then the group's committed offset."""
+    from test_transactions import ADD_OFFSETS, Txn, connect, fetch_offset, running
+
+    from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+    from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+
+    def commit(t, member_id, epoch, offset):
+        return TxnOffsetCommitRequest(
+            transactional_id=t.txn_id, group_id="g", producer_id=t.pid, producer_epoch=t.epoch,
+            generation_id=epoch, member_id=member_id, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                name="t", partitions=[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=offset, committed_metadata="")])])
+
+    async def scenario():
+        async with running(tmp_path) as b:
+            c = await connect(b)        # the transaction coordinator loaded
+            await b.group_coordinator.wait_loaded()
+            return await steps(b, c)
+
+    async def steps(b, c):
+        b.controller.create_topic("t", 1, 1, {})
+        j = await c.call(68, 1, hb(member_id="m"))
+        t = Txn(c, "eos")
+        await t.init()
+        out = {"add": (await c.call(ADD_OFFSETS, 2, AddOffsetsToTxnRequest(
+            transactional_id="eos", producer_id=t.pid, producer_epoch=t.epoch, group_id="g"))).error_code}
+        for name, member, epoch in (("stale", "m", j.member_epoch + 3), ("unknown", "nobody", j.member_epoch),
+                                    ("member", "m", j.member_epoch)):
+            out[name] = (await c.call(28, 3, commit(t, member, epoch, 7))).topics[0].partitions[0].error_code
+        out["pending"] = await fetch_offset(c, "g", "t", True)
+        out["end"] = await t.end(True)
+        await t.settled("CompleteCommit")
+        out["committed"] = await fetch_offset(c, "g", "t", True)
+        await c.close()
+        return out
+
+    out = asyncio.run(scenario())
+    assert out == {"add": E.NONE, "stale": E.ILLEGAL_GENERATION, "unknown": E.UNKNOWN_MEMBER_ID, "member": E.NONE,
+                   "pending": (E.UNSTABLE_OFFSET_COMMIT, -1), "end": E.NONE, "committed": (E.NONE, 7)}

@@ -219,6 +219,25 @@ class GroupCoordinator:
         if isinstance(group, ClassicGroup):
             self.classic.on_offset_commit(group, member_id)
 
+    def handle_txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                                  instance_id: str | None, generation_id: int, offsets, callback) -> None:
+        """TxnOffsetCommit: the offsets are written now and count when the transaction commits."""
+        error = self.validate_group_status(group_id, "TxnOffsetCommit")
+        if error is not None:
+            callback({tp: error for tp in offsets})
+            return
+        self.offsets.commit_txn_offsets(group_id, producer_id, producer_epoch, member_id, instance_id,
+                                        generation_id, offsets, callback)
+
+    def on_transaction_completed(self, producer_id: int, offsets_partitions, committed: bool) -> None:
+        """WriteTxnMarkers wrote a marker to these `__consumer_offsets` partitions (Kafka's
+        onTransactionCompleted): the producer's pending offsets there become committed or vanish."""
+        self.offsets.complete_txn(producer_id, offsets_partitions, committed)
+
+    def unstable_partitions(self, group_id: str, partitions) -> set[tuple[str, int]]:
+        """Of ``partitions``, those with a transactional commit still waiting for its marker."""
+        return self.offsets.unstable_partitions(group_id, partitions)
+
     def handle_fetch_offsets(self, group_id: str, partitions, require_stable: bool, member_id: str | None = None,
                              member_epoch: int = -1):
         error = self.validate_group_status(group_id, "OffsetFetch")
@@ -307,10 +326,18 @@ class GroupCoordinator:
         for group in self.groups.groups_of_partition(index):
             self._unload(group)
             self.groups.remove(group.group_id)      # marks it dead: requests still holding it stop
-        self.offsets.unload([g for g in list(self.offsets.offsets) if self.partition_for(g) == index])
+        held = set(self.offsets.offsets).union(*self.offsets.pending.values())
+        self.offsets.unload([g for g in held if self.partition_for(g) == index])
 
-    def _replay_partition(self, index: int, records) -> None:
+    def _replay_partition(self, index: int, records, pending=None) -> None:
         touched: set[str] = set()
+        for producer_id, open_records in (pending or {}).items():
+            for key_bytes, value in open_records:
+                key = read_key(key_bytes)
+                if isinstance(key, OffsetKey):      # only offsets are ever written in a transaction
+                    self.offsets.replay_pending(producer_id, key.group, key.topic, key.partition,
+                                                None if value is None else read_offset_value(value))
+                    touched.add(key.group)
         for key_bytes, value in records:
             key = read_key(key_bytes)
             if isinstance(key, OffsetKey):

@@ -28,8 +28,10 @@ log = logging.getLogger(__name__)
 Record = tuple[bytes, "bytes | None"]
 
 
-def read_partition(replica_manager, index: int, load_buffer_size: int) -> list[Record]:
-    """The live (key, value) records of one `__consumer_offsets` partition, in the order of their last write.
+def read_partition(replica_manager, index: int, load_buffer_size: int
+                   ) -> tuple[list[Record], dict[int, list[Record]]]:
+    """The live (key, value) records of one `__consumer_offsets` partition, in the order of their last write,
+    and by producer id the records of transactions still open at its end.
 
     Runs in a worker thread; it only reads, through the ReplicaManager. A key written
     several times appears once, where it was last written, so replaying the list
@@ -68,7 +70,7 @@ def read_partition(replica_manager, index: int, load_buffer_size: int) -> list[R
                 else:
                     put(key, value)
             position = batch.next_offset if hasattr(batch, "next_offset") else batch.last_offset + 1
-    return [(k, v) for k, v in latest.items() if v is not None]
+    return [(k, v) for k, v in latest.items() if v is not None], pending
 
 
 class CoordinatorRuntime:
@@ -118,15 +120,21 @@ class CoordinatorRuntime:
         return True
 
     # ------------------------------------------------------------ writing
-    def append(self, group_id: str, records: list[Record], callback: Callable[[int], None]) -> None:
-        """Append to the group's partition with acks=-1; ``callback(error)`` once that is settled."""
+    def append(self, group_id: str, records: list[Record], callback: Callable[[int], None],
+               producer: tuple[int, int] | None = None) -> None:
+        """Append to the group's partition with acks=-1; ``callback(error)`` once that is settled.
+        ``producer``: (producer id, epoch) of a transactional offset commit, written as its transactional batch."""
         if not records:
             callback(ErrorCode.NONE)
             return
         if not self.ensure_topic():
             callback(ErrorCode.COORDINATOR_NOT_AVAILABLE)
             return
-        batch = bytearray(build_batch(records, compression=self.compression))
+        if producer is None:
+            batch = bytearray(build_batch(records, compression=self.compression))
+        else:
+            batch = bytearray(build_batch(records, compression=self.compression, producer_id=producer[0],
+                                          producer_epoch=producer[1], base_sequence=0, is_transactional=True))
         index = self.partition_for(group_id)
         results = self.replica_manager.append_records(
             self.commit_timeout_ms, -1, [(GROUP_METADATA_TOPIC_NAME, index, batch)], origin=COORDINATOR,
@@ -156,9 +164,10 @@ class CoordinatorRuntime:
         return [i for i in range(topic.partitions)
                 if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, i) is not None]
 
-    def on_election(self, index: int, replay: Callable[[int, list[Record]], None]) -> asyncio.Task:
+    def on_election(self, index: int, replay: Callable[[int, list[Record], dict[int, list[Record]]], None]
+                    ) -> asyncio.Task:
         """This broker leads partition `index` now: mark it loading and replay it in the background,
-        handing its records to ``replay(index, records)`` on the loop."""
+        handing its records to ``replay(index, records, open transactions' records)`` on the loop."""
         self.loading.add(index)
         task = asyncio.get_running_loop().create_task(self._load(index, replay))
         self._load_tasks[index] = task
@@ -168,8 +177,9 @@ class CoordinatorRuntime:
         try:
             if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index) is None:
                 return
-            records = await asyncio.to_thread(read_partition, self.replica_manager, index, self.load_buffer_size)
-            replay(index, records)
+            records, pending = await asyncio.to_thread(read_partition, self.replica_manager, index,
+                                                       self.load_buffer_size)
+            replay(index, records, pending)
         except asyncio.CancelledError:
             raise
         except Exception:

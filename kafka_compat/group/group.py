@@ -61,8 +61,8 @@ class Group(ABC):
 
     @abstractmethod
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_or_epoch: int,
-                               api_version: int) -> int | None:
-        """The error an OffsetCommit from this member gets, or None."""
+                               api_version: int, transactional: bool = False) -> int | None:
+        """The error an OffsetCommit (or a TxnOffsetCommit, `transactional`) from this member gets, or None."""
 
     @abstractmethod
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:

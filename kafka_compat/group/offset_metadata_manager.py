@@ -4,7 +4,9 @@ Offsets live apart from membership, as in Kafka: a group id may hold offsets
 with no group state at all (a "simple" group that only commits), and a group
 may change kind (classic to consumer and back) keeping its offsets. The group
 itself only says whether a commit, fetch or delete is valid and when its
-offsets may expire (the `Group` interface).
+offsets may expire (the `Group` interface). A TxnOffsetCommit's offsets are
+written at once but wait, per producer, for the transaction's marker: they
+count from a COMMIT and vanish at an ABORT (Kafka's pending transactional offsets).
 """
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ class OffsetMetadataManager:
         self.metadata_max_bytes = config["offset.metadata.max.bytes"]
         self.retention_ms = config["offsets.retention.minutes"] * 60 * 1000
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # producer id -> group id -> offsets of its open transaction
+        self.pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
 
     # ------------------------------------------------------------ OffsetCommit
     def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_or_epoch: int,
@@ -70,13 +74,10 @@ class OffsetMetadataManager:
             all_(error)
             return
         self.on_commit(group, member_id)
-        limit = self.metadata_max_bytes
-        ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
-        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
+        ok, errors, records = self._offset_records(group_id, offsets)
         if not ok:
             callback(errors)
             return
-        records = [(offset_commit_key(group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
 
         def stored(error: int) -> None:
             error = _STORE_OFFSET_ERRORS.get(error, error)
@@ -86,6 +87,76 @@ class OffsetMetadataManager:
             callback(errors)
 
         self.runtime.append(group_id, records, stored)
+
+    def _offset_records(self, group_id: str, offsets: dict[TopicPartition, OffsetAndMetadata]):
+        """(offsets to write, {partition: OFFSET_METADATA_TOO_LARGE} for the rest, their records)."""
+        limit = self.metadata_max_bytes
+        ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
+        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
+        records = [(offset_commit_key(group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
+        return ok, errors, records
+
+    # ------------------------------------------------------------ TxnOffsetCommit
+    def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                           instance_id: str | None, generation_or_epoch: int,
+                           offsets: dict[TopicPartition, OffsetAndMetadata], callback) -> None:
+        """Validate, append as the producer's transactional batch, hold them pending until its marker."""
+        def all_(code):
+            callback({tp: code for tp in offsets})
+
+        group = self.groups.get_group(group_id)
+        if group is None:
+            if generation_or_epoch >= 0:
+                all_(ErrorCode.ILLEGAL_GENERATION)
+                return
+            group = self.groups.get_or_maybe_create_classic_group(group_id, True)
+        error = group.validate_offset_commit(member_id, instance_id, generation_or_epoch, 9, transactional=True)
+        if error is not None:
+            all_(error)
+            return
+        ok, errors, records = self._offset_records(group_id, offsets)
+        if not ok:
+            callback(errors)
+            return
+        self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(ok)
+
+        def stored(error: int) -> None:
+            error = _STORE_OFFSET_ERRORS.get(error, error)
+            if error != ErrorCode.NONE:
+                held = self.pending.get(producer_id, {}).get(group_id, {})
+                for tp in ok:
+                    held.pop(tp, None)
+                self._forget_empty(producer_id, group_id)
+            errors.update((tp, error) for tp in ok)
+            callback(errors)
+
+        self.runtime.append(group_id, records, stored, producer=(producer_id, producer_epoch))
+
+    def complete_txn(self, producer_id: int, offsets_partitions, committed: bool) -> None:
+        """A marker reached these `__consumer_offsets` partitions: the producer's offsets there count
+        (COMMIT) or vanish (ABORT)."""
+        groups = self.pending.get(producer_id)
+        if not groups:
+            return
+        partitions = set(offsets_partitions)
+        for group_id in [g for g in groups if self.runtime.partition_for(g) in partitions]:
+            held = groups.pop(group_id)
+            if committed and held:
+                self.offsets.setdefault(group_id, {}).update(held)
+        if not groups:
+            del self.pending[producer_id]
+
+    def unstable_partitions(self, group_id: str, partitions) -> set[TopicPartition]:
+        """Of `partitions`, those with a transactional commit still waiting for its marker."""
+        held = [groups[group_id] for groups in self.pending.values() if group_id in groups]
+        return {tp for tp in partitions if any(tp in h for h in held)} if held else set()
+
+    def _forget_empty(self, producer_id: int, group_id: str) -> None:
+        groups = self.pending.get(producer_id)
+        if groups is not None and not groups.get(group_id, True):
+            del groups[group_id]
+        if groups is not None and not groups:
+            del self.pending[producer_id]
 
     # ------------------------------------------------------------ OffsetFetch
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None, member_id: str | None = None,
@@ -104,7 +175,8 @@ class OffsetMetadataManager:
         return ErrorCode.NONE, [(t, p, committed.get((t, p))) for t, p in partitions]
 
     def has_offsets(self, group_id: str) -> bool:
-        return bool(self.offsets.get(group_id))
+        """Committed offsets, or offsets pending in a transaction (Kafka's hasOffsets counts both)."""
+        return bool(self.offsets.get(group_id)) or any(group_id in groups for groups in self.pending.values())
 
     # ------------------------------------------------------------ deleting
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
@@ -177,7 +249,7 @@ class OffsetMetadataManager:
             if now >= o.expire_timestamp if o.expire_timestamp >= 0 else now - base_of(o) >= self.retention_ms:
                 gone.append(tp)
         removed = self._remove(group_id, gone) if gone else 0
-        return removed, not self.offsets.get(group_id)
+        return removed, not self.has_offsets(group_id)
 
     def expire_offsets(self) -> int:
         """The `offsets.retention.check.interval.ms` task: expire offsets; empty groups left without
@@ -204,6 +276,19 @@ class OffsetMetadataManager:
         else:
             self.offsets.setdefault(group_id, {})[(topic, partition)] = value
 
+    def replay_pending(self, producer_id: int, group_id: str, topic: str, partition: int,
+                       value: OffsetAndMetadata | None) -> None:
+        """An offset of a transaction still open at the end of the log: it waits for the marker."""
+        held = self.pending.setdefault(producer_id, {}).setdefault(group_id, {})
+        if value is None:
+            held.pop((topic, partition), None)
+            self._forget_empty(producer_id, group_id)
+        else:
+            held[(topic, partition)] = value
+
     def unload(self, group_ids) -> None:
         for group_id in group_ids:
             self.offsets.pop(group_id, None)
+            for producer_id in list(self.pending):
+                self.pending[producer_id].pop(group_id, None)
+                self._forget_empty(producer_id, group_id)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from ..protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from .groups import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPS, _client_host, _parked
+from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DESCRIBE, GROUP, NO_AUTHORIZER, READ, TOPIC, AuthHelper
+from .groups import _client_host, _parked
 from .registry import handles
 
 E = ErrorCode
@@ -18,13 +19,25 @@ MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1
 
 
 class ConsumerGroupsApi:
-    def __init__(self, group_coordinator, metadata_cache):
+    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER):
         self.group_coordinator = group_coordinator
         self.metadata_cache = metadata_cache
+        self.auth = auth
 
     @handles(68)
     async def handle_consumer_group_heartbeat(self, request):
+        """READ on the group, DESCRIBE on every topic subscribed by name (as Kafka's KafkaApis)."""
         req = request.body
+        denied = None
+        if not self.auth.authorize(request, READ, GROUP, req.group_id):
+            denied = E.GROUP_AUTHORIZATION_FAILED
+        elif req.subscribed_topic_names and len(self.auth.filter_authorized(
+                request, DESCRIBE, TOPIC, req.subscribed_topic_names)) < len(set(req.subscribed_topic_names)):
+            denied = E.TOPIC_AUTHORIZATION_FAILED
+        if denied is not None:
+            return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=denied,
+                                                  error_message=E(denied).message, member_epoch=-1,
+                                                  heartbeat_interval_ms=0)
         owned = None if req.topic_partitions is None else [
             (tp.topic_id, list(tp.partitions)) for tp in req.topic_partitions]
         regex = req.subscribed_topic_regex if request.api_version >= 1 else None
@@ -57,6 +70,11 @@ class ConsumerGroupsApi:
         v = request.api_version
         out = []
         for group_id in req.group_ids:
+            if not self.auth.authorize(request, DESCRIBE, GROUP, group_id):
+                out.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                    error_code=E.GROUP_AUTHORIZATION_FAILED, error_message=E.GROUP_AUTHORIZATION_FAILED.message,
+                    group_id=group_id))
+                continue
             error, message, group = self.group_coordinator.handle_consumer_group_describe(group_id)
             if group is None:
                 out.append(ConsumerGroupDescribeResponse.DescribedGroup(
@@ -78,5 +96,6 @@ class ConsumerGroupsApi:
                 error_code=E.NONE, group_id=group_id, group_state=group.state_string, group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch, assignor_name=self.group_coordinator.assignor_name(group),
                 members=members,
-                authorized_operations=GROUP_OPS if req.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED))
+                authorized_operations=self.auth.authorized_operations(request, GROUP, group_id)
+                if req.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED))
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=out)

@@ -327,7 +327,8 @@ class ClassicGroup(Group):
             return None if current == member_id else ErrorCode.FENCED_INSTANCE_ID
         return None if member_id in self.members else ErrorCode.UNKNOWN_MEMBER_ID
 
-    def validate_offset_commit(self, member_id, instance_id, generation_or_epoch, api_version) -> int | None:
+    def validate_offset_commit(self, member_id, instance_id, generation_or_epoch, api_version,
+                               transactional=False) -> int | None:
         if self.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_or_epoch < 0 and self.is_(GroupState.EMPTY):
@@ -338,9 +339,9 @@ class ClassicGroup(Group):
                 return error
             if generation_or_epoch != self.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif not self.is_(GroupState.EMPTY):
+        elif not transactional and not self.is_(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID      # only members commit for a group that has some
-        if self.is_(GroupState.COMPLETING_REBALANCE):
+        if self.is_(GroupState.COMPLETING_REBALANCE) and not transactional:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 

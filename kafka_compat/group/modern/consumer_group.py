@@ -159,12 +159,18 @@ class ConsumerGroup(Group):
         return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
 
     # ------------------------------------------------------------ Group: offsets and deletion
-    def validate_offset_commit(self, member_id, instance_id, generation_or_epoch, api_version) -> int | None:
+    def validate_offset_commit(self, member_id, instance_id, generation_or_epoch, api_version,
+                               transactional=False) -> int | None:
         if generation_or_epoch < 0 and not self.members:
             return None     # the admin client, or a consumer without group management
+        if transactional and generation_or_epoch == -1 and member_id == "" and instance_id is None:
+            return None     # a producer that sends no group metadata (before KIP-447)
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if transactional:
+            # TxnOffsetCommit knows no STALE_MEMBER_EPOCH: any other epoch is an old generation
+            return None if generation_or_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
         if not member.use_classic_protocol and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         return self._validate_member_epoch(member, generation_or_epoch)
