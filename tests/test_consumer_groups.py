@@ -346,7 +346,7 @@ def test_a_member_waiting_for_partitions_heartbeats_at_the_minimum_interval(tmp_
 def test_transactional_offsets_of_a_consumer_group_member_count_at_the_commit(tmp_path):
     """TxnOffsetCommit for a consumer group: checked against the member's epoch, pending (unstable)
     until the transaction commits, then the group's committed offset."""
-    from test_transactions import ADD_OFFSETS, Txn, connect, fetch_offset, running
+    from test_transaction_coordinator import ADD_OFFSETS, Txn, connect, fetch_offset, running
 
     from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
     from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
