@@ -150,6 +150,7 @@ class GroupMetadataManager:
         self.commit_timeout_ms = cfg["offsets.commit.timeout.ms"]
         self.clock = clock
         self.groups: dict[str, ClassicGroup] = {}
+        self.offset_commit_count = 0        # offsets stored since startup (Kafka's offset-commit-count)
         self.loading: set[int] = set()
         self.num_partitions = cfg["offsets.topic.num.partitions"]
         self.metadata_max_bytes = cfg["offset.metadata.max.bytes"]
@@ -255,6 +256,7 @@ class GroupMetadataManager:
             error = _STORE_OFFSET_ERRORS.get(error, error)
             if error == ErrorCode.NONE and not group.is_(GroupState.DEAD):
                 group.offsets.update(ok)
+                self.offset_commit_count += len(ok)
             errors.update((tp, error) for tp in ok)
             callback(errors)
 

@@ -22,13 +22,20 @@ from ..group import GroupCoordinator
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from .api_versions import ApiVersionsApi
+from .broker_topic_stats import BrokerTopicStats
+from .client_quota_manager import QuotaManagers
+from .client_quotas import ClientQuotasApi
+from .config_store import ConfigStore, LocalConfigStore
 from .configs import ConfigsApi
+from .controller_metrics import ControllerMetrics
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
 from .describe_cluster import DescribeClusterApi
 from .describe_log_dirs import DescribeLogDirsApi
 from .describe_producers import DescribeProducersApi
 from .describe_topic_partitions import DescribeTopicPartitionsApi
+from .dynamic_broker_config import DynamicBrokerConfig, topic_defaults_changed
+from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
 from .fetch import FetchApi
 from .find_coordinator import FindCoordinatorApi
@@ -41,7 +48,9 @@ from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache
 from .offsets import OffsetsApi
 from .produce import ProduceApi
 from .producer_id_manager import ProducerIdManager
+from .prometheus import BrokerMetrics, PrometheusEndpoint
 from .replica_manager import ReplicaManager
+from .request_channel import RequestChannel
 from .topics import TopicRegistry
 
 log = logging.getLogger(__name__)
@@ -51,7 +60,8 @@ __all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_vers
 # Every request handler class; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
-                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi)
+                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi,
+                   ClientQuotasApi)
 
 
 def advertised_api_versions() -> dict[int, tuple[int, int]]:
@@ -59,9 +69,18 @@ def advertised_api_versions() -> dict[int, tuple[int, int]]:
 
 
 class Broker:
-    def __init__(self, config, *, retain_freed_buffers: bool = False):
-        """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process)."""
+    def __init__(self, config, *, retain_freed_buffers: bool = False, config_store: ConfigStore | None = None):
+        """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
+        ``config_store``: where dynamic configs and quotas live (a ZkConfigStore in a ZooKeeper cluster);
+        by default a file in the first log dir."""
         self.config = config
+        self.config_store = config_store
+        self.quotas: QuotaManagers | None = None
+        self.broker_topic_stats = BrokerTopicStats()
+        self.controller_metrics = ControllerMetrics()
+        self.dynamic_config: DynamicConfigManager | None = None
+        self.request_channel: RequestChannel | None = None
+        self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
         self.broker_id = config.broker_id
         self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
@@ -81,6 +100,11 @@ class Broker:
         if self._retain_freed_buffers:
             retain_freed_buffers()
         self.cluster_id = self._prepare_dirs()
+        # dynamic configs first (as Kafka's DynamicBrokerConfig.initialize): the logs load with their defaults
+        self.quotas = QuotaManagers.from_config(cfg)
+        self.dynamic_config = DynamicConfigManager(self.config_store or LocalConfigStore(self.log_dirs[0]),
+                                                   self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
+        await self.dynamic_config.startup()
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
         # The flusher wakes at least every second so flush.ms is honoured even when
@@ -98,17 +122,23 @@ class Broker:
             self.broker_id, self.log_manager, self.controller.log_config,
             hw_checkpoint_interval_ms=cfg["replica.high.watermark.checkpoint.interval.ms"],
             fetch_purge_interval=cfg["fetch.purgatory.purge.interval.requests"],
-            produce_purge_interval=cfg["producer.purgatory.purge.interval.requests"])
+            produce_purge_interval=cfg["producer.purgatory.purge.interval.requests"],
+            broker_topic_stats=self.broker_topic_stats)
         self.replica_manager.startup()
+        self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
         self.controller.startup(self.replica_manager)
+        self.controller_metrics.active_controller_count = 1     # a single node is its own controller
         self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
                                                   self.controller)
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
         self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
         await self.group_coordinator.startup()
         self.apis = KafkaApis(self._handlers())
+        self.request_channel = RequestChannel(self.apis.handle, self.quotas,
+                                              metrics=cfg["prometheus.listener"] is not None)
         self.socket_server = SocketServer(
-            cfg.listeners, self.apis.handle, self.apis.supported_versions(),
+            cfg.listeners, self.request_channel.handle, self.apis.supported_versions(),
+            request_done=self.request_channel.request_done,
             max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"])
@@ -118,6 +148,18 @@ class Broker:
             await self.stop()
             raise
         self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
+        if cfg["prometheus.listener"] is not None:
+            self.prometheus = PrometheusEndpoint(cfg["prometheus.listener"], BrokerMetrics(
+                broker_id=self.broker_id, request_channel=self.request_channel,
+                broker_topic_stats=self.broker_topic_stats, replica_manager=self.replica_manager,
+                socket_server=self.socket_server, group_coordinator=self.group_coordinator,
+                controller_metrics=self.controller_metrics, quotas=self.quotas))
+            try:
+                self.prometheus.start()
+            except OSError as e:
+                await self.stop()
+                raise BrokerStartError(f"cannot serve metrics at {cfg['prometheus.listener']}: "
+                                       f"{e.strerror or e}") from e
         self.started = True
         log.info("kafka-compat node %d serving %s (cluster %s)", self.broker_id,
                  ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound), self.cluster_id)
@@ -126,8 +168,8 @@ class Broker:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
         return [
             ApiVersionsApi(advertised_api_versions()),
-            ProduceApi(rm, cache),
-            FetchApi(rm, cache),
+            ProduceApi(rm, cache, self.quotas),
+            FetchApi(rm, cache, self.quotas, self.broker_topic_stats),
             OffsetsApi(rm),
             MetadataApi(cfg, cache, controller),
             InitProducerIdApi(ProducerIdManager(self.log_dirs[0])),
@@ -140,10 +182,14 @@ class Broker:
             DescribeProducersApi(rm, cache),
             DescribeTopicPartitionsApi(cache, cfg),
             ElectLeadersApi(cache),
-            ConfigsApi(self.broker_id, cache, cfg, controller),
+            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config),
+            ClientQuotasApi(self.dynamic_config),
         ]
 
     async def stop(self) -> None:
+        if self.prometheus is not None:
+            self.prometheus.stop()
+            self.prometheus = None
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.group_coordinator is not None:
@@ -153,6 +199,9 @@ class Broker:
         if self.log_manager is not None:
             await asyncio.to_thread(self.log_manager.shutdown)
             self.log_manager = None
+        if self.dynamic_config is not None:
+            await self.dynamic_config.shutdown()
+            self.dynamic_config = None
         self.started = False
 
     # ------------------------------------------------------------ data directories

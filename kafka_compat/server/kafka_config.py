@@ -295,6 +295,11 @@ BROKER_CONFIG_DEF = (
             "Whether clients must present a certificate.")
     .define("sasl.enabled.mechanisms", LIST, "GSSAPI", None, MEDIUM, "SASL mechanisms offered to clients.")
     .define("sasl.jaas.config", PASSWORD, None, None, MEDIUM, "JAAS login settings.")
+    # client quotas (QuotaConfig) and the metrics endpoint
+    .define("quota.window.num", INT, 11, at_least(1), LOW, "Samples kept to measure a client's rate against its quota.")
+    .define("quota.window.size.seconds", INT, 1, at_least(1), LOW, "Length of each quota sample.")
+    .define("prometheus.listener", STRING, None, None, LOW,
+            "http://HOST:PORT serving Prometheus metrics at /metrics; none when unset (not a Kafka key).")
 )
 
 
@@ -325,6 +330,10 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
 SENSITIVE_BROKER_CONFIGS = frozenset(n for n, k in BROKER_CONFIG_DEF.config_keys.items() if k.type is PASSWORD)
 READ_ONLY_BROKER_CONFIGS = frozenset(n for n in BROKER_CONFIG_DEF if n not in DYNAMIC_BROKER_CONFIGS)
 # Topic configs are never read-only, and none is of PASSWORD type.
+
+
+def _known(props: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in props.items() if k in BROKER_CONFIG_DEF}
 
 
 class BrokerConfig(DictView):
@@ -358,6 +367,17 @@ class BrokerConfig(DictView):
             props = load_properties(source)
         props.update(overrides or {})
         return cls(props)
+
+    def reconfigure(self, dynamic_default: Mapping[str, str], dynamic_broker: Mapping[str, str]) -> set[str]:
+        """KIP-226: the values in force become the static ones under the cluster's dynamic defaults
+        under this broker's own dynamic ones. Validated as a whole first (ConfigError leaves this
+        config as it was); returns the names whose value changed. ``originals`` stay the static
+        settings, which DescribeConfigs reports as STATIC_BROKER_CONFIG."""
+        merged = {**self.originals, **_known(dynamic_default), **_known(dynamic_broker)}
+        candidate = BrokerConfig(merged)
+        changed = {name for name, value in candidate._data.items() if self._data.get(name) != value}
+        self._data = candidate._data
+        return changed
 
     def is_set(self, name: str) -> bool:
         """True if the property was given explicitly (file or override)."""

@@ -12,6 +12,7 @@ from ..protocol.batch_header import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, M
 from ..protocol.compression import ZSTD
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.produce import ProduceResponse
+from .client_quota_manager import QuotaManagers, principal_user
 from .delayed_produce import ProduceResult
 from .metadata_cache import MetadataCache
 from .registry import CloseConnection, handles
@@ -48,9 +49,11 @@ def _response(index: int, r: ProduceResult) -> PartitionProduceResponse:
 
 
 class ProduceApi:
-    def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache):
+    def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
+                 quotas: QuotaManagers | None = None):
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
+        self.quotas = quotas or QuotaManagers()
 
     @handles(0)
     def handle_produce(self, request):
@@ -107,8 +110,24 @@ class ProduceApi:
                 parts.append(_response(p.index, r))
             responses.append(ProduceResponse.TopicProduceResponse(name=t.name, topic_id=t.topic_id,
                                                                   partition_responses=parts))
+        throttle = self._throttle(request, req.acks)
         if req.acks == 0:
             if failed:
                 raise CloseConnection()     # Kafka's way to make an acks=0 producer refresh metadata
             return None
-        return ProduceResponse(responses=responses, throttle_time_ms=0)
+        return ProduceResponse(responses=responses, throttle_time_ms=throttle)
+
+    def _throttle(self, request, acks: int) -> int:
+        """Charge the request to the producer's byte-rate quota and (unless acks=0) its request quota;
+        the larger throttle applies, and the connection is muted for it after the response."""
+        quotas = self.quotas
+        throttle = 0
+        if quotas.produce.enabled or quotas.request.enabled:
+            user, client_id = principal_user(request.connection), request.client_id or ""
+            by_bytes = quotas.produce.record_and_get_throttle_ms(user, client_id, request.size)
+            by_time = 0 if acks == 0 else quotas.request_throttle_ms(request, user)
+            throttle = max(by_bytes, by_time)
+            if throttle:
+                (quotas.produce if by_bytes > by_time else quotas.request).record_throttle(user, client_id, throttle)
+        request.throttle_time_ms = throttle
+        return throttle
