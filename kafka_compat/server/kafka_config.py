@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF
 
@@ -52,6 +53,23 @@ from ..endpoint import EndPoint, SecurityProtocol, parse_listener_security_proto
 from ..properties import load_properties
 
 _HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
+
+
+def parse_http_listener(value: str) -> tuple[str, int]:
+    """prometheus.listener's ``http://HOST:PORT`` -> (host, port); an empty host means every interface."""
+    parts = urlsplit(value)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or port is None or parts.path not in ("", "/"):
+        raise ConfigError("prometheus.listener", value, "must be http://HOST:PORT")
+    return parts.hostname or "0.0.0.0", port
+
+
+def _http_listener(name: str, value: str | None) -> None:
+    if value is not None:
+        parse_http_listener(value)
 _DAY_MS = 24 * _HOUR_MS
 
 
@@ -298,7 +316,7 @@ BROKER_CONFIG_DEF = (
     # client quotas (QuotaConfig) and the metrics endpoint
     .define("quota.window.num", INT, 11, at_least(1), LOW, "Samples kept to measure a client's rate against its quota.")
     .define("quota.window.size.seconds", INT, 1, at_least(1), LOW, "Length of each quota sample.")
-    .define("prometheus.listener", STRING, None, None, LOW,
+    .define("prometheus.listener", STRING, None, _http_listener, LOW,
             "http://HOST:PORT serving Prometheus metrics at /metrics; none when unset (not a Kafka key).")
 )
 

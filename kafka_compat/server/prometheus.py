@@ -33,7 +33,6 @@ import concurrent.futures
 import logging
 import threading
 import time
-from urllib.parse import urlsplit
 from wsgiref.simple_server import make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -41,6 +40,7 @@ from prometheus_client.core import HistogramMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
 from .broker_topic_stats import ALL_TOPICS_METERS, METERS
+from .kafka_config import parse_http_listener
 from .request_metrics import BUCKETS_MS, TIMES
 
 log = logging.getLogger(__name__)
@@ -49,14 +49,6 @@ SCRAPE_TIMEOUT_S = 10.0
 GROUP_STATES = (("numgroupspreparingrebalance", "PreparingRebalance"),
                 ("numgroupscompletingrebalance", "CompletingRebalance"), ("numgroupsstable", "Stable"),
                 ("numgroupsdead", "Dead"), ("numgroupsempty", "Empty"))
-
-
-def parse_listener(value: str) -> tuple[str, int]:
-    """``http://HOST:PORT`` -> (host, port); port 0 picks a free one."""
-    parts = urlsplit(value)
-    if parts.scheme != "http" or parts.port is None or parts.path not in ("", "/"):
-        raise ValueError(f"prometheus.listener must be http://HOST:PORT, not {value!r}")
-    return parts.hostname or "0.0.0.0", parts.port
 
 
 class BrokerMetrics:
@@ -252,7 +244,7 @@ class PrometheusEndpoint:
     """prometheus_client's WSGI server on its own thread, answering /metrics (404 elsewhere)."""
 
     def __init__(self, listener: str, metrics: BrokerMetrics):
-        self.host, self.port = parse_listener(listener)
+        self.host, self.port = parse_http_listener(listener)
         self.metrics = metrics
         self._server = None
 
