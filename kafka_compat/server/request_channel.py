@@ -14,7 +14,8 @@ request is throttled here, when its quota is exceeded. SASL and inter-broker
 requests are exempt.
 
 Request metrics (kept only when the Prometheus endpoint is on) time each phase
-from the moment the connection got to the request: see request_metrics.py.
+from the moment the connection got to the request: see request_metrics.py. With
+neither metrics nor a request quota, requests pass straight through.
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ class RequestChannel:
 
     def handle(self, request, connection):
         """Run the handler: its response body, an awaitable of one, or None."""
+        if self.metrics is None and not self.quotas.request.enabled:
+            return self._handle(request, connection)            # nothing to time
         request.received_at = connection.last_active
         request.dequeued_at = time.monotonic()
         result = self._handle(request, connection)
@@ -71,10 +74,12 @@ class RequestChannel:
 
     def request_done(self, request, connection) -> float:
         """The response is written: record the metrics; the seconds to mute the connection for."""
-        now = time.monotonic()
         throttle = request.throttle_time_ms
-        if self.metrics is not None and request.dequeued_at:
-            self._record(request, now, max(throttle, 0))
+        if not request.dequeued_at:                             # not timed (see handle)
+            return throttle / 1000.0 if throttle > 0 else 0.0
+        now = time.monotonic()
+        if self.metrics is not None:
+            self._record(request, now, throttle if throttle > 0 else 0)
         quota = self.quotas.request
         if quota.enabled and request.api_key not in EXEMPT_FROM_REQUEST_QUOTA and request.remote_done_at:
             # the network thread's share of the request quota, as Kafka's recordNetworkThreadTimeCallback
@@ -83,23 +88,22 @@ class RequestChannel:
         return throttle / 1000.0 if throttle > 0 else 0.0
 
     def _record(self, request, now: float, throttle_ms: int) -> None:
-        received = request.received_at or request.dequeued_at
-        dequeued, local, remote = request.dequeued_at, request.local_done_at, request.remote_done_at or now
-        args = (request.api_version, (now - received) * 1000.0, (dequeued - received) * 1000.0,
-                (local - dequeued) * 1000.0, (remote - local) * 1000.0, (now - remote) * 1000.0, throttle_ms)
-        names = (request.info.name,)
+        name = request.info.name
         if request.api_key == FETCH:
-            names = ("FetchFollower" if replica_id_of(request) >= 0 else "FetchConsumer", "Fetch")
-        for name in names:
-            m = self.metrics.get(name)
-            if m is None:
-                m = self.metrics[name] = RequestMetrics(name)
-            m.record(*args)
+            name = "FetchFollower" if replica_id_of(request) >= 0 else "FetchConsumer"   # "Fetch": their sum
+        m = self.metrics.get(name)
+        if m is None:
+            m = self.metrics[name] = RequestMetrics(name)
+        received = request.received_at or request.dequeued_at
+        m.record(request.api_version, received, request.dequeued_at, request.local_done_at,
+                 request.remote_done_at or now, now, throttle_ms)
 
     def snapshot(self) -> dict[str, dict]:
-        """Every request type's counts and histograms, copied (for a scrape)."""
+        """Every request type's counts and histograms, copied (for a scrape); Fetch sums both kinds."""
         if self.metrics is None:
             return {}
-        return {name: {"requests": dict(m.requests),
-                       "histograms": {h: hist.snapshot() for h, hist in m.histograms().items()}}
-                for name, m in list(self.metrics.items())}
+        out = {name: m.snapshot() for name, m in list(self.metrics.items())}
+        fetches = [self.metrics[n] for n in ("FetchConsumer", "FetchFollower") if n in self.metrics]
+        if fetches:
+            out["Fetch"] = fetches[0].add(fetches[1].snapshot()) if len(fetches) == 2 else fetches[0].snapshot()
+        return out

@@ -15,45 +15,55 @@ from bisect import bisect_left
 # Upper bounds (ms) of the histogram buckets; sub-millisecond ones because most answers take less.
 BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0,
               5000.0, 10000.0, 30000.0)
+FIRST_BUCKET_MS = BUCKETS_MS[0]        # most queue, remote, send and throttle times fall here: no bisect
 TIMES = ("TotalTimeMs", "RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseSendTimeMs",
          "ThrottleTimeMs")
 
 
-class Histogram:
-    """Counts per bucket (not cumulative: a scrape adds them up) and the sum of observations."""
-    __slots__ = ("counts", "sum")
-
-    def __init__(self) -> None:
-        self.counts = [0] * (len(BUCKETS_MS) + 1)       # the last is +Inf
-        self.sum = 0.0
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(BUCKETS_MS, value)] += 1
-        self.sum += value
-
-    def snapshot(self) -> tuple[list[int], float]:
-        return list(self.counts), self.sum
-
-
 class RequestMetrics:
-    __slots__ = ("name", "requests", "total", "queue", "local", "remote", "send", "throttle")
+    """Counts per version, and per histogram bucket counts (not cumulative: a scrape adds them up) and sums."""
+    __slots__ = ("name", "requests", "counts", "sums")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.requests: dict[int, int] = {}              # version -> count
-        self.total, self.queue, self.local, self.remote, self.send, self.throttle = (
-            Histogram() for _ in TIMES)
+        self.counts = [[0] * (len(BUCKETS_MS) + 1) for _ in TIMES]     # the last bucket is +Inf
+        self.sums = [0.0] * len(TIMES)
 
-    def record(self, version: int, total: float, queue: float, local: float, remote: float, send: float,
-               throttle: float) -> None:
+    def record(self, version: int, received: float, dequeued: float, local: float, remote: float, now: float,
+               throttle_ms: float) -> None:
+        """One request, from its timestamps (time.monotonic()); unrolled: this runs for every request."""
         requests = self.requests
         requests[version] = requests.get(version, 0) + 1
-        self.total.observe(total)
-        self.queue.observe(queue)
-        self.local.observe(local)
-        self.remote.observe(remote)
-        self.send.observe(send)
-        self.throttle.observe(throttle)
+        b, counts, sums, first = BUCKETS_MS, self.counts, self.sums, FIRST_BUCKET_MS
+        v = (now - received) * 1000.0
+        counts[0][bisect_left(b, v) if v > first else 0] += 1
+        sums[0] += v
+        v = (dequeued - received) * 1000.0
+        counts[1][bisect_left(b, v) if v > first else 0] += 1
+        sums[1] += v
+        v = (local - dequeued) * 1000.0
+        counts[2][bisect_left(b, v) if v > first else 0] += 1
+        sums[2] += v
+        v = (remote - local) * 1000.0
+        counts[3][bisect_left(b, v) if v > first else 0] += 1
+        sums[3] += v
+        v = (now - remote) * 1000.0
+        counts[4][bisect_left(b, v) if v > first else 0] += 1
+        sums[4] += v
+        counts[5][bisect_left(b, throttle_ms) if throttle_ms > first else 0] += 1
+        sums[5] += throttle_ms
 
-    def histograms(self) -> dict[str, Histogram]:
-        return dict(zip(TIMES, (self.total, self.queue, self.local, self.remote, self.send, self.throttle)))
+    def snapshot(self) -> dict:
+        return {"requests": dict(self.requests),
+                "histograms": {name: (list(c), total) for name, c, total in zip(TIMES, self.counts, self.sums)}}
+
+    def add(self, other: dict) -> dict:
+        """This request type's snapshot plus another's (Fetch is FetchConsumer plus FetchFollower)."""
+        mine = self.snapshot()
+        for version, n in other["requests"].items():
+            mine["requests"][version] = mine["requests"].get(version, 0) + n
+        for name, (c, total) in other["histograms"].items():
+            c0, t0 = mine["histograms"][name]
+            mine["histograms"][name] = ([x + y for x, y in zip(c0, c)], t0 + total)
+        return mine
