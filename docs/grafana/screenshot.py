@@ -121,7 +121,7 @@ def render(prom: str, start: float, end: float, out: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import EngFormatter
+    from matplotlib.ticker import EngFormatter, FuncFormatter
 
     dash = json.load(open(DASHBOARD))
     panels = dash["panels"]
@@ -136,16 +136,16 @@ def render(prom: str, start: float, end: float, out: str) -> None:
         if p["type"] == "row":
             ax = fig.add_subplot(grid[g["y"]:g["y"] + 1, :])
             ax.axis("off")
-            ax.text(0.0, 0.2, p["title"], color="#d8d9da", fontsize=11, fontweight="bold", transform=ax.transAxes)
+            ax.text(0.0, 0.1, p["title"], color="#d8d9da", fontsize=11, fontweight="bold", transform=ax.transAxes)
             continue
         ax = fig.add_subplot(grid[g["y"]:g["y"] + g["h"], g["x"]:g["x"] + g["w"]])
-        inner = ax.inset_axes([0.1, 0.3, 0.86, 0.58])
+        inner = ax.inset_axes([0.1, 0.3, 0.86, 0.55])
         ax.set_facecolor("#181b1f")
         ax.set_xticks([])
         ax.set_yticks([])
         for spine in ax.spines.values():
             spine.set_color("#2c3235")
-        ax.set_title(p["title"], color="#d8d9da", fontsize=10, loc="left", pad=3)
+        ax.text(0.01, 0.96, p["title"], color="#d8d9da", fontsize=10, va="top", transform=ax.transAxes)
         unit = p["fieldConfig"]["defaults"].get("unit", "short")
         series = []
         for t in p["targets"]:
@@ -160,17 +160,24 @@ def render(prom: str, start: float, end: float, out: str) -> None:
                 inner.text(0.25 + 0.5 * i, 0.05, name, color="#d8d9da", fontsize=9, ha="center")
             continue
         inner.set_facecolor("#181b1f")
-        for name, values in series[:8]:
+        series.sort(key=lambda s: -sum(v for _, v in s[1] if v == v) / max(len(s[1]), 1))   # biggest first
+        for name, values in series[:10]:
             if values:
                 xs, ys = zip(*values)
                 inner.plot(xs, ys, linewidth=1.3, label=name)
         inner.tick_params(labelsize=7, colors="#9fa7b3")
-        inner.yaxis.set_major_formatter(EngFormatter(unit={"Bps": "B/s", "bytes": "B", "ms": "ms"}.get(unit, "")))
+        if unit == "ms":
+            inner.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g} s" if abs(v) >= 1000
+                                                          else f"{v:g} ms"))
+        else:
+            inner.yaxis.set_major_formatter(EngFormatter(unit={"Bps": "B/s", "bytes": "B"}.get(unit, "")))
         inner.grid(color="#2c3235", linewidth=0.5)
         inner.set_xlim(0, end - start)
         if series:
             inner.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, frameon=False)
     fig.savefig(out, facecolor=fig.get_facecolor())
+    from PIL import Image  # matplotlib's own dependency: a 64-colour PNG stays small
+    Image.open(out).convert("RGB").quantize(colors=64).save(out, optimize=True)
     print(f"wrote {out}")
 
 
