@@ -37,7 +37,7 @@ from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import build_batch
 from kafka_compat.server.client_quota_manager import QuotaManagers
-from kafka_compat.server.config_store import ZkConfigStore
+from kafka_compat.server.config_store import LocalConfigStore, ZkConfigStore
 from kafka_compat.server.dynamic_broker_config import DynamicBrokerConfig
 from kafka_compat.server.dynamic_config_manager import DynamicConfigManager
 from kafka_compat.server.kafka_config import BrokerConfig
@@ -216,3 +216,13 @@ def test_zookeeper_store_as_kafka_keeps_it_and_changes_reach_another_broker(zook
 def test_names_are_sanitized_as_kafka_does(name, expected):
     from kafka_compat.server.client_quota_manager import desanitize, sanitize
     assert sanitize(name) == expected and desanitize(expected) == name
+
+
+def test_an_unreadable_local_store_starts_empty_and_is_rewritten(tmp_path):
+    (tmp_path / "dynamic-config.json").write_text('{"entities": {"clients": ["not", "a", "map"]')
+    store = LocalConfigStore(str(tmp_path))
+    assert store.all_entity_configs("clients") == {} and store.all_user_client_configs() == {}
+    store.change_entity_config("users", "bob/clients/<default>", {"request_percentage": "50.0"})
+    again = LocalConfigStore(str(tmp_path))
+    assert again.all_user_client_configs() == {"bob/clients/<default>": {"request_percentage": "50.0"}}
+    assert again.all_entity_configs("users") == {}

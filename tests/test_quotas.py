@@ -17,11 +17,15 @@ import urllib.request
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
-from wire import WireClient
+from wire import WireClient, decode_response, encode_request
 
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
+from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest
 from kafka_compat.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
+from kafka_compat.protocol.messages.metadata import MetadataRequest
+from kafka_compat.protocol.messages.produce import ProduceRequest
+from kafka_compat.protocol.records import build_batch
 from kafka_compat.testing import EmbeddedBroker, free_port
 
 QUOTA = 1_000_000            # bytes/s
@@ -254,3 +258,51 @@ def test_a_fetch_quota_slows_only_that_consumer(broker):
     assert abs(rate / QUOTA - 1) <= TOLERANCE, f"{rate / 1e6:.2f} MB/s under a {QUOTA / 1e6:.0f} MB/s quota"
     assert throttles.events > 0
     assert free["rate"] > 5 * QUOTA and free_throttles.events == 0, free
+
+
+def produce_frame(topic: str, size: int, correlation_id: int, client_id: str) -> bytes:
+    batch = build_batch([(None, b"m" * size, [], 1000)])
+    return encode_request(0, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])]),
+        correlation_id, client_id)
+
+
+def test_a_throttled_connection_is_answered_then_muted(broker):
+    """KIP-219: the answer comes at once with its throttle time; the next request waits until it passes,
+    while another client's connection is answered as usual."""
+    c = wire(broker)
+    resp = c.call(19, 5, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="quota-mute", num_partitions=1, replication_factor=1, assignments=[], configs=[])], timeout_ms=10000))
+    assert resp.topics[0].error_code == 0
+    assert alter(c, {"client-id": "muted"}, {"producer_byte_rate": 1000}) == (0, None)
+    muted, other = wire(broker), wire(broker)
+    muted.send_raw(produce_frame("quota-mute", 12_000, 1, "muted"))      # 1.2 kB/s over 10 s: 2 s of throttle
+    _, first = decode_response(0, 9, muted.read_frame())
+    assert first.responses[0].partition_responses[0].error_code == 0
+    assert 1000 <= first.throttle_time_ms <= 3000
+    muted.send_raw(produce_frame("quota-mute", 10, 2, "muted"))
+    other.send_raw(produce_frame("quota-mute", 10, 1, "someone-else"))
+    _, answer = decode_response(0, 9, other.read_frame())                 # not held up by the muted client
+    assert answer.throttle_time_ms == 0
+    muted.sock.settimeout(0.5)
+    with pytest.raises(TimeoutError):
+        muted.read_frame()                                                # still muted
+    muted.sock.settimeout(10)
+    _, second = decode_response(0, 9, muted.read_frame())                 # answered once the throttle passed
+    assert second.responses[0].partition_responses[0].error_code == 0
+    assert alter(c, {"client-id": "muted"}, {"producer_byte_rate": None}) == (0, None)
+
+
+def test_a_request_quota_throttles_any_api(broker):
+    c = wire(broker)
+    assert alter(c, {"client-id": "busy"}, {"request_percentage": 0.01}) == (0, None)
+    busy = WireClient("127.0.0.1", broker.port)
+    throttles = []
+    for i in range(5):
+        busy.send_raw(encode_request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False), i,
+                                     "busy"))
+        _, resp = decode_response(3, 12, busy.read_frame())
+        throttles.append(resp.throttle_time_ms)
+    assert alter(c, {"client-id": "busy"}, {"request_percentage": None}) == (0, None)
+    # 0.01% of a thread is 0.1 ms per second: the first Metadata exceeds it; a throttle is capped at one window
+    assert any(t > 0 for t in throttles) and max(throttles) <= 1000, throttles
