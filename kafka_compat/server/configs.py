@@ -19,6 +19,7 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
 from ..protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
+from .admin_manager import resolved, respond
 from .config_helper import describe_broker_config, describe_default_broker_config, effective_topic_config
 from .dynamic_broker_config import DEFAULT
 from .dynamic_config_manager import DynamicConfigManager
@@ -94,16 +95,16 @@ class ConfigsApi:
 
     # -- DescribeConfigs ------------------------------------------------------------------
 
-    def _describe(self, resource, synonyms: bool, docs: bool) -> list[Entry]:
+    async def _describe(self, resource, synonyms: bool, docs: bool) -> list[Entry]:
         rtype, name = resource.resource_type, resource.resource_name
         if rtype == TOPIC:
             validate_name(name)
             topic = self.metadata_cache.get(name)
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+            overrides = await resolved(self.controller.topic_configs(name))
             dyn = self.dynamic_broker
-            entries = effective_topic_config(self.config, self.controller.topic_configs(name),
-                                             dynamic_broker_configs=dyn.dynamic_broker,
+            entries = effective_topic_config(self.config, overrides, dynamic_broker_configs=dyn.dynamic_broker,
                                              dynamic_default_broker_configs=dyn.dynamic_default).values()
             return [_entry(e, synonyms, docs) for e in entries]
         if rtype == BROKER:
@@ -127,6 +128,9 @@ class ConfigsApi:
     @handles(32)
     def handle_describe_configs(self, request):
         """Every config of each resource (or the named ones); unknown names are left out."""
+        return respond(self.controller, self._describe_configs(request))
+
+    async def _describe_configs(self, request):
         req = request.body
         v = request.api_version
         synonyms = v >= 1 and req.include_synonyms
@@ -136,7 +140,7 @@ class ConfigsApi:
             out = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=r.resource_type,
                          resource_name=r.resource_name, configs=[])
             try:
-                entries = self._describe(r, synonyms, docs)
+                entries = await self._describe(r, synonyms, docs)
             except KafkaError as e:
                 out.error_code, out.error_message = e.error_code, e.message
             else:
@@ -148,7 +152,7 @@ class ConfigsApi:
 
     # -- shared by AlterConfigs and IncrementalAlterConfigs ---------------------------------
 
-    def _set_topic_configs(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+    async def _set_topic_configs(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
         """Replace a topic's overrides: name, then values (as a whole), then existence, as Kafka's controller."""
         if not name:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
@@ -156,7 +160,7 @@ class ConfigsApi:
         effective_topic_config(self.config, overrides)
         if self.metadata_cache.get(name) is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        self.controller.set_topic_configs(name, overrides, validate_only)
+        await resolved(self.controller.set_topic_configs(name, overrides, validate_only))
 
     async def _alter_broker(self, name: str, ops: list[tuple[str, int, str | None]], replace: bool,
                             validate_only: bool) -> None:
@@ -208,7 +212,8 @@ class ConfigsApi:
         async def alter(r):
             _check_request_configs(r.configs)
             if r.resource_type == TOPIC:
-                self._set_topic_configs(r.resource_name, {c.name: c.value for c in r.configs}, req.validate_only)
+                await self._set_topic_configs(r.resource_name, {c.name: c.value for c in r.configs},
+                                              req.validate_only)
             elif r.resource_type == BROKER:
                 await self._alter_broker(r.resource_name, [(c.name, SET, c.value) for c in r.configs], True,
                                          req.validate_only)
@@ -217,9 +222,8 @@ class ConfigsApi:
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
-        return AlterConfigsResponse(throttle_time_ms=0,
-                                    responses=await _respond(AlterConfigsResponse.AlterConfigsResourceResponse,
-                                                             req.resources, alter))
+        responses = await _respond(AlterConfigsResponse.AlterConfigsResourceResponse, req.resources, alter)
+        return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
     # -- IncrementalAlterConfigs ------------------------------------------------------------
@@ -232,8 +236,8 @@ class ConfigsApi:
             _check_request_configs(r.configs, null_ok=lambda c: c.config_operation == DELETE)
             if r.resource_type == TOPIC:
                 topic = self.metadata_cache.get(r.resource_name)
-                new = apply_ops(self.controller.topic_configs(r.resource_name) if topic else {}, r.configs)
-                self._set_topic_configs(r.resource_name, new, req.validate_only)
+                current = await resolved(self.controller.topic_configs(r.resource_name)) if topic else {}
+                await self._set_topic_configs(r.resource_name, apply_ops(current, r.configs), req.validate_only)
             elif r.resource_type == BROKER:
                 await self._alter_broker(r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs],
                                          False, req.validate_only)
@@ -244,10 +248,8 @@ class ConfigsApi:
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
-        return IncrementalAlterConfigsResponse(
-            throttle_time_ms=0,
-            responses=await _respond(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, req.resources,
-                                     alter))
+        responses = await _respond(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, req.resources, alter)
+        return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
 def _unsupported(resource_type: int) -> KafkaError:
