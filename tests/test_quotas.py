@@ -1,9 +1,9 @@
 """Client quotas: AlterClientQuotas / DescribeClientQuotas with Kafka's validation, and what a quota does.
 
-The outcome tests run real clients against one shared broker for 20 s each: a
-producer (then a consumer) with a 1 MB/s quota, going as fast as it can,
-measures about 1 MB/s (within 20%), is told to wait (throttle callbacks) and
-sees no error, while an unquoted client beside it runs at full speed. The rate
+The outcome test runs real clients against one shared broker for 20 s: a
+producer and a consumer, each with a 1 MB/s quota and going as fast as it can,
+measure about 1 MB/s (within 20%), are told to wait (throttle callbacks) and
+see no error, while unquoted clients beside them run at full speed. The rate
 is measured over the whole 20 s, the first second's burst included: Kafka's
 quota window (11 samples of 1 s) lets a client start with up to ten seconds'
 worth of its quota.
@@ -145,9 +145,8 @@ def scrape(broker) -> dict:
             for f in text_string_to_metric_families(text) for s in f.samples}
 
 
-def test_a_produce_quota_slows_only_that_producer(broker):
-    c = wire(broker)
-    assert alter(c, {"client-id": "quota-producer"}, {"producer_byte_rate": QUOTA}) == (0, None)
+def run_quoted_producer(broker, out: dict) -> None:
+    """A 1 MB/s producer going as fast as it can for SECONDS, an unquoted one beside it (50 MB, timed)."""
     throttles, free_throttles = Throttles(), Throttles()
     delivered, errors = [], []
 
@@ -165,7 +164,7 @@ def test_a_produce_quota_slows_only_that_producer(broker):
         p.list_topics("quota-produce", timeout=10)
     free = {}
 
-    def run_fast():                       # 50 MB beside the quoted producer, timed
+    def run_fast():
         t0 = time.monotonic()
         for _ in range(5000):
             while True:
@@ -174,7 +173,7 @@ def test_a_produce_quota_slows_only_that_producer(broker):
                     break
                 except BufferError:
                     fast.poll(0.01)
-        assert fast.flush(60) == 0
+        free["undelivered"] = fast.flush(60)
         free["rate"] = 5000 * len(VALUE) / (time.monotonic() - t0)
 
     t0 = time.monotonic()
@@ -190,41 +189,22 @@ def test_a_produce_quota_slows_only_that_producer(broker):
     slow.purge()
     slow.flush(10)
     helper.join(120)
-    metrics = scrape(broker)
-    assert alter(c, {"client-id": "quota-producer"}, {"producer_byte_rate": None}) == (0, None)
-
-    rate = sum(n for t, n in delivered if t - t0 <= SECONDS) / SECONDS
-    print(f"quoted producer {rate / 1e6:.2f} MB/s, {throttles.events} throttles; free one {free['rate'] / 1e6:.1f} MB/s")
-    assert errors == []
-    assert abs(rate / QUOTA - 1) <= TOLERANCE, f"{rate / 1e6:.2f} MB/s under a {QUOTA / 1e6:.0f} MB/s quota"
-    assert throttles.events > 0
-    assert free["rate"] > 5 * QUOTA and free_throttles.events == 0, free
-    labels = frozenset({"resource": "Produce", "user": "", "client_id": "quota-producer"}.items())
-    assert metrics[("kafka_server_quota_throttle_time", labels)] > 0
+    out.update(rate=sum(n for t, n in delivered if t - t0 <= SECONDS) / SECONDS, errors=errors,
+               throttles=throttles.events, free_rate=free.get("rate", 0.0), free_undelivered=free.get("undelivered"),
+               free_throttles=free_throttles.events)
 
 
-def test_a_fetch_quota_slows_only_that_consumer(broker):
-    c = wire(broker)
-    topic, count = "quota-fetch", 3200                       # 32 MB: more than 20 s at the quota can take
-    p = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "filler", "linger.ms": 5})
-    for _ in range(count):
-        while True:
-            try:
-                p.produce(topic, VALUE)
-                break
-            except BufferError:
-                p.poll(0.01)
-    assert p.flush(60) == 0
-    assert alter(c, {"client-id": "quota-consumer"}, {"consumer_byte_rate": QUOTA}) == (0, None)
-
-    def consumer(client_id: str, throttles: Throttles) -> Consumer:
+def run_quoted_consumer(broker, topic: str, count: int, out: dict) -> None:
+    """A 1 MB/s consumer reading as fast as it can for SECONDS, an unquoted one beside it reading everything."""
+    def consumer(client_id: str, throttles: Throttles, **extra) -> Consumer:
         cons = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": client_id, "client.id": client_id,
-                         "enable.auto.commit": False, "throttle_cb": throttles})
+                         "enable.auto.commit": False, "throttle_cb": throttles, **extra})
         cons.assign([TopicPartition(topic, 0, 0)])
         return cons
 
     throttles, free_throttles = Throttles(), Throttles()
-    slow, fast = consumer("quota-consumer", throttles), consumer("free-consumer", free_throttles)
+    slow = consumer("quota-consumer", throttles)
+    fast = consumer("free-consumer", free_throttles, **{"max.partition.fetch.bytes": 8 << 20})
     free, errors = {}, []
 
     def run_fast():
@@ -250,14 +230,48 @@ def test_a_fetch_quota_slows_only_that_consumer(broker):
                 received += len(m.value())
     slow.close()
     helper.join(90)
+    out.update(rate=received / SECONDS, errors=errors, throttles=throttles.events, free_rate=free.get("rate", 0.0),
+               free_throttles=free_throttles.events)
+
+
+def test_produce_and_fetch_quotas_slow_only_their_clients(broker):
+    """One 20 s run for both quotas (CI time): a quoted producer and a quoted consumer, each with an
+    unquoted client of the same kind beside it."""
+    c = wire(broker)
+    topic, count = "quota-fetch", 3200                       # 32 MB: more than 20 s at the quota can take
+    p = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "filler", "linger.ms": 5})
+    for _ in range(count):
+        while True:
+            try:
+                p.produce(topic, VALUE)
+                break
+            except BufferError:
+                p.poll(0.01)
+    assert p.flush(60) == 0
+    assert alter(c, {"client-id": "quota-producer"}, {"producer_byte_rate": QUOTA}) == (0, None)
+    assert alter(c, {"client-id": "quota-consumer"}, {"consumer_byte_rate": QUOTA}) == (0, None)
+    produced, consumed = {}, {}
+    runs = [threading.Thread(target=run_quoted_producer, args=(broker, produced)),
+            threading.Thread(target=run_quoted_consumer, args=(broker, topic, count, consumed))]
+    for t in runs:
+        t.start()
+    for t in runs:
+        t.join(180)
+    metrics = scrape(broker)
+    assert alter(c, {"client-id": "quota-producer"}, {"producer_byte_rate": None}) == (0, None)
     assert alter(c, {"client-id": "quota-consumer"}, {"consumer_byte_rate": None}) == (0, None)
 
-    rate = received / SECONDS
-    print(f"quoted consumer {rate / 1e6:.2f} MB/s, {throttles.events} throttles; free one {free['rate'] / 1e6:.1f} MB/s")
-    assert errors == []
-    assert abs(rate / QUOTA - 1) <= TOLERANCE, f"{rate / 1e6:.2f} MB/s under a {QUOTA / 1e6:.0f} MB/s quota"
-    assert throttles.events > 0
-    assert free["rate"] > 5 * QUOTA and free_throttles.events == 0, free
+    for what, r in (("producer", produced), ("consumer", consumed)):
+        print(f"quoted {what} {r['rate'] / 1e6:.2f} MB/s, {r['throttles']} throttles; "
+              f"free one {r['free_rate'] / 1e6:.1f} MB/s")
+        assert r["errors"] == [], what
+        assert abs(r["rate"] / QUOTA - 1) <= TOLERANCE, f"{what}: {r['rate'] / 1e6:.2f} MB/s under a 1 MB/s quota"
+        assert r["throttles"] > 0, what
+        assert r["free_rate"] > 5 * QUOTA and r["free_throttles"] == 0, (what, r)
+    assert produced["free_undelivered"] == 0
+    for resource, client_id in (("Produce", "quota-producer"), ("Fetch", "quota-consumer")):
+        labels = frozenset({"resource": resource, "user": "", "client_id": client_id}.items())
+        assert metrics[("kafka_server_quota_throttle_time", labels)] > 0, resource
 
 
 def produce_frame(topic: str, size: int, correlation_id: int, client_id: str) -> bytes:
