@@ -31,6 +31,7 @@ from kafka_compat.configdef import ConfigSource as KafkaConfigSource
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest
+from kafka_compat.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from kafka_compat.protocol.messages.describe_configs import DescribeConfigsRequest
 from kafka_compat.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
@@ -158,6 +159,10 @@ def test_a_retention_change_applies_at_once_and_survives_a_restart(tmp_path):
         for i in range(20):
             assert produce(c, TOPIC, build_batch([(b"k", b"v" * 2000, [], hour_ago + i)])) == 0
         wait_for(lambda: earliest(c, TOPIC) > start, "retention after the restart")
+        D = DescribeClientQuotasRequest
+        quotas = c.call(48, 1, D(components=[D.ComponentData(entity_type="client-id", match_type=0, match="kept")],
+                                 strict=True))
+        assert [[(v.key, v.value) for v in e.values] for e in quotas.entries] == [[("producer_byte_rate", 1024.0)]]
         with open(os.path.join(broker.data_dir, "logs", "dynamic-config.json")) as f:
             stored = json.load(f)["entities"]
         assert stored["clients"] == {"kept": {"producer_byte_rate": "1024"}}

@@ -17,18 +17,16 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import threading
-import time
 from typing import Callable, Protocol
 
 from ..zk import zk_data as zd
+from .zk_config_manager import ZkConfigManager
 
 log = logging.getLogger(__name__)
 
 ENTITY_TYPES = ("clients", "users", "brokers", "ips")
 LOCAL_FILE = "dynamic-config.json"
-NOTIFICATION_EXPIRATION_MS = 15 * 60 * 1000         # Kafka's ZkConfigManager.changeExpirationMs
 
 
 class ConfigStore(Protocol):
@@ -111,19 +109,13 @@ class LocalConfigStore:
 class ZkConfigStore:
     """Entity configs in ZooKeeper, as Kafka's AdminZkClient writes them and ZkConfigManager reads them.
 
-    Takes a started KafkaZkClient (the cluster wiring owns it). Change notifications
-    are read on a thread of this store, in sequence order; those older than 15
-    minutes are deleted, as Kafka's notification listener does.
+    Takes a started KafkaZkClient (the cluster wiring owns it). Changes are announced through
+    /config/changes and followed by a ZkConfigManager (the same listener the topic configs use).
     """
 
     def __init__(self, zk_client):
         self.zk = zk_client
-        self._callbacks: list[Callable[[str, str], None]] = []
-        self._events: queue.Queue = queue.Queue()
-        self._last_seen: str | None = None
-        self._thread: threading.Thread | None = None
-        self._watch = None
-        self._closed = False
+        self._listener: ZkConfigManager | None = None
 
     def entity_configs(self, entity_type: str, name: str) -> dict[str, str]:
         return self.zk.get_entity_configs(entity_type, name)
@@ -147,58 +139,12 @@ class ZkConfigStore:
         self.zk.change_entity_config(entity_type, name, configs)
 
     def watch_changes(self, callback: Callable[[str, str], None]) -> None:
-        self._callbacks.append(callback)
-        if self._thread is not None:
-            return
-        self.zk.make_sure_persistent_path_exists(zd.CONFIG_CHANGES_PATH)
-        existing = self._sequences(self.zk.get_children(zd.CONFIG_CHANGES_PATH))
-        # configs are read whole at startup, so only changes after this moment need processing
-        self._last_seen = existing[-1] if existing else None
-        self._thread = threading.Thread(target=self._run, name="config-change-listener", daemon=True)
-        self._thread.start()
-        self._watch = self.zk.watch_children(zd.CONFIG_CHANGES_PATH,
-                                             lambda path, children: self._events.put(children))
-
-    @staticmethod
-    def _sequences(children: list[str]) -> list[str]:
-        prefix = zd.CONFIG_CHANGE_PREFIX
-        return sorted(zd.sequence_number(c, prefix) for c in children if c.startswith(prefix))
-
-    def _run(self) -> None:
-        while not self._closed:
-            children = self._events.get()
-            if children is None:
-                return
-            try:
-                self._process(children)
-            except Exception:
-                log.exception("failed to process config change notifications")
-
-    def _process(self, children: list[str]) -> None:
-        now_ms = int(time.time() * 1000)
-        for seq in self._sequences(children):
-            path = f"{zd.CONFIG_CHANGES_PATH}/{zd.CONFIG_CHANGE_PREFIX}{seq}"
-            if self._last_seen is None or seq > self._last_seen:
-                data, _ = self.zk.get_data_and_stat(path)
-                if data is not None:
-                    try:
-                        entity_type, name = zd.decode_config_change(data)
-                    except ValueError as e:
-                        log.error("ignoring config change notification %s: %s", path, e)
-                    else:
-                        for callback in list(self._callbacks):
-                            callback(entity_type, name)
-                self._last_seen = seq
-            else:
-                _, stat = self.zk.get_data_and_stat(path)
-                if stat is not None and now_ms - stat.ctime > NOTIFICATION_EXPIRATION_MS:
-                    try:
-                        self.zk.zk.delete(path)
-                    except Exception as e:          # another broker purged it first
-                        log.debug("could not delete %s: %s", path, e)
+        if self._listener is not None:
+            raise RuntimeError("ZkConfigStore.watch_changes is called once")
+        self._listener = ZkConfigManager(self.zk, lambda entity_type, name, _configs: callback(entity_type, name),
+                                         entity_types=ENTITY_TYPES)
+        self._listener.startup()
 
     def close(self) -> None:
-        self._closed = True
-        if self._watch is not None:
-            self._watch.cancel()
-        self._events.put(None)
+        if self._listener is not None:
+            self._listener.shutdown()
