@@ -27,6 +27,8 @@ from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import build_batch
 from kafka_compat.server.broker import Broker
 from kafka_compat.server.kafka_config import BrokerConfig
+from kafka_compat.server.metadata_cache import PartitionState
+from kafka_compat.server.prometheus import partition_states, replica_manager_gauges
 from kafka_compat.testing import EmbeddedBroker, free_port
 
 TOPIC = "metered"
@@ -190,3 +192,24 @@ def test_off_unless_configured_and_a_bad_listener_is_refused(tmp_path):
     for bad in ("tcp://127.0.0.1:9", "http://127.0.0.1", "http://127.0.0.1:x", "http://h:1/path"):
         with pytest.raises(ConfigError, match="must be http://HOST:PORT"):
             BrokerConfig.from_properties({"prometheus.listener": bad})
+
+
+def test_replica_manager_gauges_follow_the_partitions_isr(tmp_path):
+    """UnderReplicatedPartitions / UnderMinIsrPartitionCount / AtMinIsrPartitionCount come from each
+    leader's ISR against its replicas and min.insync.replicas, as the controller sets them."""
+    from test_replica_manager import ME, OTHER, T, run
+
+    async def scenario(h):
+        state = PartitionState
+        h.rm.become_leader_or_follower(T, b"\x01" * 16, {
+            0: state(ME, 0, (ME,), (ME, OTHER)),             # leader, a follower out of the ISR
+            1: state(ME, 0, (ME, OTHER), (ME, OTHER)),       # leader, full ISR (= min.insync.replicas)
+            2: state(OTHER, 0, (OTHER,), (ME, OTHER))})      # follower: the leader counts it, not us
+        before = replica_manager_gauges(partition_states(h.rm))
+        h.rm.become_leader_or_follower(T, b"\x01" * 16, {0: state(ME, 1, (ME, OTHER), (ME, OTHER))})
+        return before, replica_manager_gauges(partition_states(h.rm))
+
+    before, after = run(tmp_path, scenario, **{"min.insync.replicas": 2})
+    assert before == {"partitioncount": 3, "leadercount": 2, "underreplicatedpartitions": 1,
+                      "underminisrpartitioncount": 1, "atminisrpartitioncount": 1, "offlinereplicacount": 0}
+    assert after == dict(before, underreplicatedpartitions=0, underminisrpartitioncount=0, atminisrpartitioncount=2)

@@ -18,6 +18,7 @@ from base64 import urlsafe_b64encode
 
 from kafka_compat.storage.log_manager import LogManager
 
+from ..controller.controller_metrics import ControllerMetrics
 from ..group import GroupCoordinator
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
@@ -27,7 +28,6 @@ from .client_quota_manager import QuotaManagers
 from .client_quotas import ClientQuotasApi
 from .config_store import ConfigStore, LocalConfigStore
 from .configs import ConfigsApi
-from .controller_metrics import ControllerMetrics
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
 from .describe_cluster import DescribeClusterApi

@@ -73,10 +73,7 @@ class BrokerMetrics:
         busy = (cpu - self._cpu) / (wall - self._wall) if wall > self._wall else 0.0
         self._cpu, self._wall = cpu, wall
         rm = self.replica_manager
-        partitions = []
-        for (topic, index), p in list(rm.partitions.items()):
-            partitions.append((topic, index, p.is_leader, len(p.isr), len(p.assignment), p.min_insync_replicas,
-                               p.log_size, p.log_start_offset, p.log_end_offset))
+        partitions = partition_states(rm)
         connections: dict[str, int] = {}
         for conn in list(self.socket_server.connections):
             connections[conn.listener] = connections.get(conn.listener, 0) + 1
@@ -111,6 +108,25 @@ class BrokerMetrics:
                            cm.preferred_replica_imbalance_count),
             "quotas": {m.quota_type: (m.metric_name, m.snapshot()) for m in self.quotas.all() if m.enabled},
         }
+
+
+def partition_states(replica_manager) -> list[tuple]:
+    """Per hosted partition: (topic, index, is leader, ISR size, replicas, min.insync.replicas, size,
+    log start offset, log end offset), as the ReplicaManager's Partitions have them now."""
+    return [(topic, index, p.is_leader, len(p.isr), len(p.assignment), p.min_insync_replicas,
+             p.log_size, p.log_start_offset, p.log_end_offset)
+            for (topic, index), p in list(replica_manager.partitions.items())]
+
+
+def replica_manager_gauges(partitions: list[tuple]) -> dict[str, int]:
+    """Kafka's ReplicaManager gauges over `partition_states`: only a leader counts a partition as under
+    replicated (ISR smaller than the replica set) or under/at its min ISR, as Kafka's Partition does."""
+    leaders = [p for p in partitions if p[2]]
+    return {"partitioncount": len(partitions), "leadercount": len(leaders),
+            "underreplicatedpartitions": sum(1 for p in leaders if p[3] < p[4]),
+            "underminisrpartitioncount": sum(1 for p in leaders if p[3] < p[5]),
+            "atminisrpartitioncount": sum(1 for p in leaders if p[3] == p[5]),
+            "offlinereplicacount": 0}
 
 
 def _family(name: str, doc: str, typ: str) -> Metric:
@@ -157,12 +173,7 @@ def families(s: dict) -> list[Metric]:
     out.append(f)
     # ReplicaManager
     parts = s["partitions"]
-    leaders = [p for p in parts if p[2]]
-    for name, value in (("partitioncount", len(parts)), ("leadercount", len(leaders)),
-                        ("underreplicatedpartitions", sum(1 for p in leaders if p[3] < p[4])),
-                        ("underminisrpartitioncount", sum(1 for p in leaders if p[3] < p[5])),
-                        ("atminisrpartitioncount", sum(1 for p in leaders if p[3] == p[5])),
-                        ("offlinereplicacount", 0)):
+    for name, value in replica_manager_gauges(parts).items():
         out.append(_gauge("kafka_server_replicamanager_" + name, f"Kafka's ReplicaManager {name}", value))
     for name, value in zip(("isrshrinks", "isrexpands", "failedisrupdates"), s["isr"]):
         f = _family("kafka_server_replicamanager_" + name, f"Kafka's ReplicaManager {name} (PerSec meter)", "counter")

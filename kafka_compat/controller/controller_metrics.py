@@ -2,10 +2,12 @@
 
 `active_controller_count` is 1 on the broker that is the active controller and
 0 elsewhere (summed over a cluster it must be exactly 1);
-`offline_partitions_count` counts partitions without a live leader. A single
-node is its own controller and has no offline partitions; in a ZooKeeper
-cluster the controller sets both when it wins or loses the election and after
-each leader change (Kafka's KafkaController.updateMetrics).
+`offline_partitions_count` counts partitions without a live leader and
+`preferred_replica_imbalance_count` those not led by their preferred (first)
+replica, topics being deleted left out of both, and both 0 on a broker that is
+not the controller. A single node is its own controller and has no offline
+partitions; the ZooKeeper-mode KafkaController recomputes them after each of
+its events (Kafka's KafkaController.updateMetrics).
 """
 from __future__ import annotations
 
