@@ -61,7 +61,8 @@ public final class ClientHarness {
         "  admin alter-config --topic T --config K=V...",
         "  admin delete --topic T...",
         "  admin list-topics",
-        "  admin describe-group --group G [--topic T]...");
+        "  admin describe-group --group G [--topic T]...",
+        "every command: [--client-config K=V]... (client settings: security.protocol, ssl.*, sasl.*)");
 
     private final Map<String, List<String>> opts = new HashMap<>();
     private final List<String> positional = new ArrayList<>();
@@ -124,6 +125,10 @@ public final class ClientHarness {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, opt("bootstrap"));
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, opt("client-id", "kafka-compat-java-harness"));
+        for (String kv : all("client-config")) {
+            int eq = kv.indexOf('=');
+            p.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
         return p;
     }
 

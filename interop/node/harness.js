@@ -54,7 +54,8 @@ const USAGE = `usage: harness.js <command> --bootstrap HOST:PORT [options]
   admin alter-config --topic T --config K=V...
   admin delete --topic T...
   admin list-topics
-  admin describe-group --group G [--topic T]...`
+  admin describe-group --group G [--topic T]...
+every command: [--ssl-ca PEM-FILE] [--sasl-mechanism PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 --sasl-username U --sasl-password P]`
 
 const CODECS = {
   none: CompressionTypes.None,
@@ -307,7 +308,11 @@ async function main () {
     clientId: args.opt('client-id', 'kafka-compat-kafkajs-harness'),
     brokers: [args.opt('bootstrap')],
     logLevel: logLevel.ERROR,
-    retry: { retries: 3 }
+    retry: { retries: 3 },
+    ssl: args.has('ssl-ca') ? { ca: [require('fs').readFileSync(args.opt('ssl-ca'))] } : undefined,
+    sasl: args.has('sasl-mechanism')
+      ? { mechanism: args.opt('sasl-mechanism').toLowerCase(), username: args.opt('sasl-username'), password: args.opt('sasl-password') }
+      : undefined
   })
   return handlers[command](kafka, args)
 }

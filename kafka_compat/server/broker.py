@@ -18,15 +18,25 @@ from base64 import urlsafe_b64encode
 
 from kafka_compat.storage.log_manager import LogManager
 
+from ..configdef import ConfigError
 from ..controller.controller_metrics import ControllerMetrics
+from ..endpoint import SecurityProtocol
 from ..group import GroupCoordinator
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
+from ..security.authorizer import configured_authorizer
+from ..security.channel_builder import listener_security
+from ..security.sasl_client import ClientSecurity, client_security
+from ..security.stores import SecurityStores, file_security_stores
+from ..security.zk_stores import zk_security_stores
+from ..zk.kafka_zk_client import KafkaZkClient
+from .acl_apis import AclApis
 from .api_versions import ApiVersionsApi
+from .auth_helper import AuthHelper
 from .broker_topic_stats import BrokerTopicStats
 from .client_quota_manager import QuotaManagers
 from .client_quotas import ClientQuotasApi
-from .config_store import ConfigStore, LocalConfigStore
+from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
@@ -51,6 +61,8 @@ from .producer_id_manager import ProducerIdManager
 from .prometheus import BrokerMetrics, PrometheusEndpoint
 from .replica_manager import ReplicaManager
 from .request_channel import RequestChannel
+from .sasl_apis import SaslApis
+from .scram_apis import ScramApis
 from .topics import TopicRegistry
 
 log = logging.getLogger(__name__)
@@ -61,7 +73,7 @@ __all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_vers
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
                    DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi,
-                   ClientQuotasApi)
+                   ClientQuotasApi, SaslApis, AclApis, ScramApis)
 
 
 def advertised_api_versions() -> dict[int, tuple[int, int]]:
@@ -69,10 +81,21 @@ def advertised_api_versions() -> dict[int, tuple[int, int]]:
 
 
 class Broker:
-    def __init__(self, config, *, retain_freed_buffers: bool = False, config_store: ConfigStore | None = None):
+    def __init__(self, config, *, retain_freed_buffers: bool = False, security_stores: SecurityStores | None = None,
+                 config_store: ConfigStore | None = None):
         """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
-        ``config_store``: where dynamic configs and quotas live (a ZkConfigStore in a ZooKeeper cluster);
-        by default a file in the first log dir."""
+        ``security_stores``: where ACLs and SCRAM credentials live; ``config_store``: where dynamic configs
+        and quotas live. By default: in ZooKeeper when zookeeper.connect is set (on one client of their
+        own; the cluster wiring passes zk_security_stores / ZkConfigStore over its client instead), else
+        files in the first log dir."""
+        self.config = config
+        self.config_store = config_store
+        self.quotas: QuotaManagers | None = None
+        self.broker_topic_stats = BrokerTopicStats()
+        self.controller_metrics = ControllerMetrics()
+        self.dynamic_config: DynamicConfigManager | None = None
+        self.request_channel: RequestChannel | None = None
+        self.prometheus: PrometheusEndpoint | None = None
         self.config = config
         self.config_store = config_store
         self.quotas: QuotaManagers | None = None
@@ -82,6 +105,7 @@ class Broker:
         self.request_channel: RequestChannel | None = None
         self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
+        self.security_stores = security_stores
         self.broker_id = config.broker_id
         self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
         self.cluster_id: str | None = None
@@ -91,6 +115,9 @@ class Broker:
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.apis: KafkaApis | None = None
+        self.authorizer = None
+        self.listener_security: dict = {}
+        self._stores_zk: KafkaZkClient | None = None     # the stores' own ZooKeeper client, when we made one
         self.socket_server: SocketServer | None = None
         self.started = False
 
@@ -100,10 +127,14 @@ class Broker:
         if self._retain_freed_buffers:
             retain_freed_buffers()
         self.cluster_id = self._prepare_dirs()
-        # dynamic configs first (as Kafka's DynamicBrokerConfig.initialize): the logs load with their defaults
+        await asyncio.to_thread(self._security)            # the stores may read ZooKeeper: off the event loop
+        # dynamic configs before the logs (as Kafka's DynamicBrokerConfig.initialize): they load with their defaults
         self.quotas = QuotaManagers.from_config(cfg)
-        self.dynamic_config = DynamicConfigManager(self.config_store or LocalConfigStore(self.log_dirs[0]),
-                                                   self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
+        store = self.config_store
+        if store is None:
+            store = (ZkConfigStore(await asyncio.to_thread(self._stores_zk_client)) if cfg["zookeeper.connect"]
+                     else LocalConfigStore(self.log_dirs[0]))
+        self.dynamic_config = DynamicConfigManager(store, self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
         await self.dynamic_config.startup()
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
@@ -141,7 +172,8 @@ class Broker:
             request_done=self.request_channel.request_done,
             max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+            connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
+            failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"])
         try:
             await self.socket_server.start()
         except BrokerStartError:
@@ -164,26 +196,68 @@ class Broker:
         log.info("kafka-compat node %d serving %s (cluster %s)", self.broker_id,
                  ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound), self.cluster_id)
 
+    def _stores_zk_client(self) -> KafkaZkClient:
+        """The ZooKeeper client of the stores this broker opens itself (blocking: from a worker thread)."""
+        if self._stores_zk is None:
+            self._stores_zk = KafkaZkClient.from_config(self.config).start()
+        return self._stores_zk
+
+    def _security(self) -> None:
+        """Credential and ACL stores, the authorizer, and each listener's TLS and SASL settings."""
+        cfg = self.config
+        if self.security_stores is None and cfg["zookeeper.connect"]:
+            self.security_stores = zk_security_stores(self._stores_zk_client())
+        elif self.security_stores is None:
+            self.security_stores = file_security_stores(self.log_dirs[0])
+        try:
+            self.authorizer = configured_authorizer(cfg["authorizer.class.name"], cfg.originals,
+                                                    self.security_stores.acls)
+            self.listener_security = {
+                e.listener_name: listener_security(e.listener_name, e.security_protocol,
+                                                   cfg.listener_config(e.listener_name),
+                                                   self.security_stores.credentials)
+                for e in cfg.listeners if e.security_protocol is not SecurityProtocol.PLAINTEXT}
+        except (ConfigError, ValueError) as e:
+            raise BrokerStartError(str(e)) from e
+        self.security_stores.listen(self.authorizer)
+
+    def inter_broker_security(self) -> ClientSecurity:
+        """How this broker reaches the others' inter-broker listener (inter.broker.listener.name): that
+        listener's ssl.* settings, and sasl.mechanism.inter.broker.protocol with the username and password
+        of its JAAS configuration, as Kafka's inter-broker clients do. For network/client.py's connections
+        (network/client_channel.open_channel)."""
+        cfg = self.config
+        name = cfg.inter_broker_listener_name
+        protocol = cfg.listener_security_protocol_map.get(name)
+        if protocol is None:
+            raise ConfigError("inter.broker.listener.name", name, "no security protocol is mapped for it")
+        return client_security(protocol, cfg.listener_config(name), cfg["sasl.mechanism.inter.broker.protocol"],
+                               name)
+
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
+        auth = AuthHelper(self.authorizer)
         return [
             ApiVersionsApi(advertised_api_versions()),
-            ProduceApi(rm, cache, self.quotas),
-            FetchApi(rm, cache, self.quotas, self.broker_topic_stats),
-            OffsetsApi(rm),
-            MetadataApi(cfg, cache, controller),
-            InitProducerIdApi(ProducerIdManager(self.log_dirs[0])),
-            FindCoordinatorApi(self.group_coordinator, cache),
-            GroupsApi(self.group_coordinator, cache),
-            CreateTopicsApi(cfg, cache, controller),
-            DeleteTopicsApi(cfg, cache, controller),
-            DescribeClusterApi(cache),
-            DescribeLogDirsApi(rm),
-            DescribeProducersApi(rm, cache),
-            DescribeTopicPartitionsApi(cache, cfg),
-            ElectLeadersApi(cache),
-            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config),
-            ClientQuotasApi(self.dynamic_config),
+            ProduceApi(rm, cache, self.quotas, auth),
+            FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth),
+            OffsetsApi(rm, auth),
+            MetadataApi(cfg, cache, controller, auth),
+            InitProducerIdApi(ProducerIdManager(self.log_dirs[0]), auth),
+            FindCoordinatorApi(self.group_coordinator, cache, auth),
+            GroupsApi(self.group_coordinator, cache, auth),
+            CreateTopicsApi(cfg, cache, controller, auth),
+            DeleteTopicsApi(cfg, cache, controller, auth),
+            DescribeClusterApi(cache, auth),
+            DescribeLogDirsApi(rm, auth),
+            DescribeProducersApi(rm, cache, auth),
+            DescribeTopicPartitionsApi(cache, cfg, auth),
+            ElectLeadersApi(cache, auth),
+            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth),
+            ClientQuotasApi(self.dynamic_config, auth),
+            SaslApis(),
+            AclApis(auth),
+            ScramApis(self.security_stores.credentials, auth),
         ]
 
     async def stop(self) -> None:
@@ -202,6 +276,11 @@ class Broker:
         if self.dynamic_config is not None:
             await self.dynamic_config.shutdown()
             self.dynamic_config = None
+        if self.security_stores is not None:
+            self.security_stores.close()
+        if self._stores_zk is not None:
+            await asyncio.to_thread(self._stores_zk.close)
+            self._stores_zk = None
         self.started = False
 
     # ------------------------------------------------------------ data directories

@@ -17,6 +17,7 @@ import ipaddress
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_client_quotas import AlterClientQuotasResponse
 from ..protocol.messages.describe_client_quotas import DescribeClientQuotasResponse
+from .auth_helper import ALTER_CONFIGS, DESCRIBE_CONFIGS, NO_AUTHORIZER, AuthHelper
 from .client_quota_manager import DEFAULT, IP_QUOTA_KEYS, USER_AND_CLIENT_QUOTA_KEYS, desanitize, sanitize
 from .config_store import user_client_name
 from .dynamic_config_manager import DynamicConfigManager
@@ -29,14 +30,18 @@ _ANY = object()           # a filter component matching any name of its type
 
 
 class ClientQuotasApi:
-    def __init__(self, dynamic_config: DynamicConfigManager):
+    def __init__(self, dynamic_config: DynamicConfigManager, auth: AuthHelper = NO_AUTHORIZER):
         self.dynamic_config = dynamic_config
+        self.auth = auth
 
     # -- DescribeClientQuotas ------------------------------------------------------------------
     @handles(48)
     async def handle_describe_client_quotas(self, request):
+        """DESCRIBE_CONFIGS on the cluster, as Kafka asks, before anything is read."""
         req = request.body
         try:
+            if not self.auth.authorize_cluster(request, DESCRIBE_CONFIGS):
+                raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
             components, strict = _filter(req.components), req.strict
             entries = []
             for entity_type, name, configs in await self.dynamic_config.all_quota_entities():
@@ -57,12 +62,16 @@ class ClientQuotasApi:
     # -- AlterClientQuotas ---------------------------------------------------------------------
     @handles(49)
     async def handle_alter_client_quotas(self, request):
+        """ALTER_CONFIGS on the cluster, as Kafka asks: without it every entry is refused."""
         req = request.body
         R = AlterClientQuotasResponse
+        allowed = self.auth.authorize_cluster(request, ALTER_CONFIGS)
         out = []
         for entry in req.entries:
             code, message = ErrorCode.NONE, None
             try:
+                if not allowed:
+                    raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
                 await self._alter(entry, req.validate_only)
             except KafkaError as e:
                 code, message = e.error_code, e.message

@@ -20,6 +20,9 @@ from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
 from ..protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
 from .admin_manager import resolved, respond
+from .auth_helper import ALTER_CONFIGS, DESCRIBE_CONFIGS, NO_AUTHORIZER, AuthHelper
+from .auth_helper import GROUP as GROUP_RESOURCE
+from .auth_helper import TOPIC as TOPIC_RESOURCE
 from .config_helper import describe_broker_config, describe_default_broker_config, effective_topic_config
 from .dynamic_broker_config import DEFAULT
 from .dynamic_config_manager import DynamicConfigManager
@@ -41,13 +44,29 @@ Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
 class ConfigsApi:
-    def __init__(self, broker_id, metadata_cache, config, controller, dynamic_config: DynamicConfigManager):
+    def __init__(self, broker_id, metadata_cache, config, controller, dynamic_config: DynamicConfigManager,
+                 auth: AuthHelper = NO_AUTHORIZER):
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.config = config
         self.controller = controller
         self.dynamic_config = dynamic_config
         self.dynamic_broker = dynamic_config.broker_config
+        self.auth = auth
+
+    def _authorize(self, request, resource, operation: int) -> None:
+        """DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster (broker and logger resources), the topic or the
+        group, before anything about the resource is looked at."""
+        rtype, name = resource.resource_type, resource.resource_name
+        if rtype == TOPIC:
+            if not self.auth.authorize(request, operation, TOPIC_RESOURCE, name):
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif rtype == GROUP:
+            if not self.auth.authorize(request, operation, GROUP_RESOURCE, name):
+                raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        elif rtype in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
+            if not self.auth.authorize_cluster(request, operation):
+                raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
     def _node_id(self, name: str, what: str = "Broker id") -> None:
         """Resource names of BROKER/BROKER_LOGGER resources must be this node's id."""
@@ -140,6 +159,7 @@ class ConfigsApi:
             out = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=r.resource_type,
                          resource_name=r.resource_name, configs=[])
             try:
+                self._authorize(request, r, DESCRIBE_CONFIGS)
                 entries = await self._describe(r, synonyms, docs)
             except KafkaError as e:
                 out.error_code, out.error_message = e.error_code, e.message
@@ -210,6 +230,7 @@ class ConfigsApi:
         req = request.body
 
         async def alter(r):
+            self._authorize(request, r, ALTER_CONFIGS)
             _check_request_configs(r.configs)
             if r.resource_type == TOPIC:
                 await self._set_topic_configs(r.resource_name, {c.name: c.value for c in r.configs},
@@ -233,6 +254,7 @@ class ConfigsApi:
         req = request.body
 
         async def alter(r):
+            self._authorize(request, r, ALTER_CONFIGS)
             _check_request_configs(r.configs, null_ok=lambda c: c.config_operation == DELETE)
             if r.resource_type == TOPIC:
                 topic = self.metadata_cache.get(r.resource_name)

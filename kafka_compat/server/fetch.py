@@ -17,6 +17,7 @@ from kafka_compat.storage.unified_log import FetchIsolation
 from ..protocol.convert import down_convert
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.fetch import FetchResponse
+from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, READ, TOPIC, AuthHelper
 from .broker_topic_stats import BrokerTopicStats
 from .client_quota_manager import QuotaManagers, principal_user
 from .delayed_fetch import FetchParams, PartitionFetchInfo
@@ -29,6 +30,7 @@ READ_COMMITTED = 1
 SENDFILE_MIN_BYTES = 16384
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
+DENIED = object()           # a topic the caller may not read
 
 
 class FileRecords:
@@ -62,14 +64,18 @@ def replica_id_of(request) -> int:
 
 class FetchApi:
     def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
-                 quotas: QuotaManagers | None = None, broker_topic_stats: BrokerTopicStats | None = None):
+                 quotas: QuotaManagers | None = None, broker_topic_stats: BrokerTopicStats | None = None,
+                 auth: AuthHelper = NO_AUTHORIZER):
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
         self.quotas = quotas or QuotaManagers()
         self.broker_topic_stats = broker_topic_stats or BrokerTopicStats()
+        self.auth = auth
 
     @handles(1)
     def handle_fetch(self, request):
+        """A follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic (checked once per
+        topic); a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED and are not read."""
         req = request.body
         v = request.api_version
         replica_id = replica_id_of(request)
@@ -82,15 +88,20 @@ class FetchApi:
         params = FetchParams(replica_id, req.max_wait_ms, req.min_bytes, max_bytes,
                              isolation_of(replica_id, req.isolation_level if v >= 4 else 0),
                              min_one_message_always=v < 3)
-        names = []              # per request topic: its name, or None for an unknown topic id
+        auth = self.auth
+        follower_denied = replica_id >= 0 and not auth.authorize_cluster(request, CLUSTER_ACTION)
+        names = []              # per request topic: its name, None for an unknown topic id, DENIED if refused
         fetches = []
         for t in req.topics:
             name = t.topic
             if v >= 13:
                 topic = self.metadata_cache.topic_by_id(t.topic_id)
                 name = topic.name if topic else None
+            if name is not None and (follower_denied or (replica_id < 0 and not auth.authorize(request, READ, TOPIC,
+                                                                                                 name))):
+                name = DENIED
             names.append(name)
-            if name is None:
+            if name is None or name is DENIED:
                 continue
             for p in t.partitions:
                 fetches.append((name, p.partition, PartitionFetchInfo(
@@ -126,6 +137,9 @@ class FetchApi:
                 parts.append(pd)
                 if name is None:
                     pd.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                    continue
+                if name is DENIED:
+                    pd.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                     continue
                 r = results[i]
                 i += 1

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.init_producer_id import InitProducerIdResponse
+from .auth_helper import IDEMPOTENT_WRITE, NO_AUTHORIZER, TOPIC, TRANSACTIONAL_ID, WRITE, AuthHelper
 from .producer_id_manager import ProducerIdManager
 from .registry import handles
 
@@ -10,16 +11,25 @@ EPOCH_EXHAUSTED = 32766       # Short.MAX_VALUE - 1: past it an id gets a fresh 
 
 
 class InitProducerIdApi:
-    def __init__(self, producer_ids: ProducerIdManager):
+    def __init__(self, producer_ids: ProducerIdManager, auth: AuthHelper = NO_AUTHORIZER):
         self.producer_ids = producer_ids
+        self.auth = auth
 
     @handles(22, 0, 5)
     def handle_init_producer_id(self, request):
         req = request.body
         resp = InitProducerIdResponse(throttle_time_ms=0, producer_id=-1, producer_epoch=-1)
         if req.transactional_id is not None:
+            if not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+                resp.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                return resp
             # Transactions are not implemented: we are nobody's transaction coordinator.
             resp.error_code = ErrorCode.NOT_COORDINATOR
+            return resp
+        if not (self.auth.authorize_cluster(request, IDEMPOTENT_WRITE)
+                or self.auth.authorize_by_resource_type(request, WRITE, TOPIC)):
+            # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+            resp.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             return resp
         if request.api_version >= 3 and req.producer_id >= 0 and req.producer_epoch >= 0:
             # KIP-360: an idempotent producer bumps its epoch; at the top it needs a new id.

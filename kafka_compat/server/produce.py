@@ -12,6 +12,7 @@ from ..protocol.batch_header import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, M
 from ..protocol.compression import ZSTD
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.produce import ProduceResponse
+from .auth_helper import NO_AUTHORIZER, TOPIC, WRITE, AuthHelper
 from .client_quota_manager import QuotaManagers, principal_user
 from .delayed_produce import ProduceResult
 from .metadata_cache import MetadataCache
@@ -50,16 +51,20 @@ def _response(index: int, r: ProduceResult) -> PartitionProduceResponse:
 
 class ProduceApi:
     def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
-                 quotas: QuotaManagers | None = None):
+                 quotas: QuotaManagers | None = None, auth: AuthHelper = NO_AUTHORIZER):
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
         self.quotas = quotas or QuotaManagers()
+        self.auth = auth
 
     @handles(0)
     def handle_produce(self, request):
+        """WRITE on each topic is checked once per topic (TOPIC_AUTHORIZATION_FAILED on its partitions)."""
         req = request.body
         v = request.api_version
+        auth = self.auth
         if req.transactional_id is not None:
+            # WRITE on the transactional id would come first; transactions are not implemented, so it fails
             error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         elif req.acks not in (0, 1, -1):
             error = ErrorCode.INVALID_REQUIRED_ACKS
@@ -72,11 +77,14 @@ class ProduceApi:
             if v >= 13:
                 topic = self.metadata_cache.topic_by_id(t.topic_id)
                 name = topic.name if topic else None
+            denied = name is not None and not auth.authorize(request, WRITE, TOPIC, name)
             for p in t.partition_data:
                 if error:
                     code = error
                 elif name is None:
                     code = ErrorCode.UNKNOWN_TOPIC_ID
+                elif denied:
+                    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 else:
                     code = format_error(p.records, v)
                 if code:
