@@ -231,3 +231,44 @@ def test_an_unreadable_local_store_starts_empty_and_is_rewritten(tmp_path):
     again = LocalConfigStore(str(tmp_path))
     assert again.all_user_client_configs() == {"bob/clients/<default>": {"request_percentage": "50.0"}}
     assert again.all_entity_configs("users") == {}
+
+
+def test_a_broker_with_zookeeper_connect_keeps_quotas_and_broker_configs_in_zookeeper(zookeeper, tmp_path):  # noqa: F811
+    """zookeeper.connect set: AlterClientQuotas and IncrementalAlterConfigs write Kafka's znodes (not the
+    local file), a change another writer makes in ZooKeeper reaches the broker, and a restart reads them back."""
+    chroot = "/zk-quotas"
+    overrides = {"zookeeper.connect": zookeeper.connect_string(chroot)}
+    raw = KazooClient(zookeeper.address)
+    raw.start()
+    try:
+        with EmbeddedBroker(overrides, data_dir=str(tmp_path)) as broker:
+            c = WireClient("127.0.0.1", broker.port)
+            A = AlterClientQuotasRequest
+            assert c.call(49, 1, A(validate_only=False, entries=[A.EntryData(
+                entity=[A.EntityData(entity_type="client-id", entity_name="zk app")],
+                ops=[A.OpData(key="producer_byte_rate", value=2048.0, remove=False)])])).entries[0].error_code == 0
+            assert alter_broker(c, "0", log_retention_ms="654321") == (0, None)
+            assert json.loads(raw.get(f"{chroot}/config/clients/zk%20app")[0])["config"] == {
+                "producer_byte_rate": "2048"}
+            assert json.loads(raw.get(f"{chroot}/config/brokers/0")[0])["config"] == {"log.retention.ms": "654321"}
+            assert not os.path.exists(os.path.join(broker.data_dir, "logs", "dynamic-config.json"))
+            # another broker's (or kafka-configs') change, announced in /config/changes
+            writer = KafkaZkClient(zookeeper.connect_string(chroot)).start()
+            try:
+                writer.change_entity_config("brokers", "<default>", {"message.max.bytes": "5000"})
+            finally:
+                writer.close()
+            wait_for(lambda: describe_broker(c, "")["message.max.bytes"].value == "5000", "the default from ZooKeeper")
+            c.close()
+            broker.restart()
+            c = WireClient("127.0.0.1", broker.port)
+            cfg = describe_broker(c, "0")
+            assert (cfg["log.retention.ms"].value, cfg["message.max.bytes"].value) == ("654321", "5000")
+            D = DescribeClientQuotasRequest
+            r = c.call(48, 1, D(components=[D.ComponentData(entity_type="client-id", match_type=0, match="zk app")],
+                                strict=True))
+            assert [[(v.key, v.value) for v in e.values] for e in r.entries] == [[("producer_byte_rate", 2048.0)]]
+            c.close()
+    finally:
+        raw.stop()
+        raw.close()
