@@ -258,7 +258,8 @@ def test_a_broker_with_zookeeper_connect_keeps_quotas_and_broker_configs_in_zook
                 writer.change_entity_config("brokers", "<default>", {"message.max.bytes": "5000"})
             finally:
                 writer.close()
-            wait_for(lambda: describe_broker(c, "")["message.max.bytes"].value == "5000", "the default from ZooKeeper")
+            wait_for(lambda: getattr(describe_broker(c, "").get("message.max.bytes"), "value", None) == "5000",
+                     "the default from ZooKeeper")
             c.close()
             broker.restart()
             c = WireClient("127.0.0.1", broker.port)
