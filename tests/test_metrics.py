@@ -34,8 +34,9 @@ from kafka_compat.testing import EmbeddedBroker, free_port
 TOPIC = "metered"
 
 
-@pytest.fixture(scope="module")
-def broker():
+@pytest.fixture(scope="module", name="broker")
+def metrics_broker_fixture():
+    """A broker with the metrics endpoint on (test_quotas uses it too)."""
     port = free_port()
     with EmbeddedBroker({"prometheus.listener": f"http://127.0.0.1:{port}", "num.partitions": 1}) as b:
         b.metrics_url = f"http://127.0.0.1:{port}/metrics"

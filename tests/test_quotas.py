@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import threading
 import time
-import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from prometheus_client.parser import text_string_to_metric_families
+from test_metrics import metrics_broker_fixture, samples, scrape  # noqa: F401  (fixture "broker")
 from wire import WireClient, decode_response, encode_request
 
 from kafka_compat.protocol.errors import ErrorCode
@@ -26,7 +25,6 @@ from kafka_compat.protocol.messages.describe_client_quotas import DescribeClient
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.records import build_batch
-from kafka_compat.testing import EmbeddedBroker, free_port
 
 QUOTA = 1_000_000            # bytes/s
 SECONDS = 20.0
@@ -35,14 +33,6 @@ TOLERANCE = 0.2
 
 A = AlterClientQuotasRequest
 D = DescribeClientQuotasRequest
-
-
-@pytest.fixture(scope="module")
-def broker():
-    port = free_port()
-    with EmbeddedBroker({"prometheus.listener": f"http://127.0.0.1:{port}", "num.partitions": 1}) as b:
-        b.metrics_url = f"http://127.0.0.1:{port}/metrics"
-        yield b
 
 
 def wire(broker) -> WireClient:
@@ -136,13 +126,6 @@ class Throttles:
         if event.throttle_time > 0:
             self.events += 1
             self.total_s += event.throttle_time
-
-
-def scrape(broker) -> dict:
-    with urllib.request.urlopen(broker.metrics_url, timeout=10) as r:
-        text = r.read().decode()
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for f in text_string_to_metric_families(text) for s in f.samples}
 
 
 def run_quoted_producer(broker, out: dict) -> None:
@@ -257,7 +240,7 @@ def test_produce_and_fetch_quotas_slow_only_their_clients(broker):
         t.start()
     for t in runs:
         t.join(180)
-    metrics = scrape(broker)
+    metrics = samples(scrape(broker))
     assert alter(c, {"client-id": "quota-producer"}, {"producer_byte_rate": None}) == (0, None)
     assert alter(c, {"client-id": "quota-consumer"}, {"consumer_byte_rate": None}) == (0, None)
 

@@ -96,14 +96,6 @@ class Broker:
         self.dynamic_config: DynamicConfigManager | None = None
         self.request_channel: RequestChannel | None = None
         self.prometheus: PrometheusEndpoint | None = None
-        self.config = config
-        self.config_store = config_store
-        self.quotas: QuotaManagers | None = None
-        self.broker_topic_stats = BrokerTopicStats()
-        self.controller_metrics = ControllerMetrics()
-        self.dynamic_config: DynamicConfigManager | None = None
-        self.request_channel: RequestChannel | None = None
-        self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
         self.security_stores = security_stores
         self.broker_id = config.broker_id
