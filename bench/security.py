@@ -1,5 +1,6 @@
-"""What TLS and SASL cost: 1 KiB records produced and consumed over PLAINTEXT, SSL and SASL_SSL
-(SCRAM-SHA-512) listeners of one broker, in the same run, reported as ratios to PLAINTEXT.
+"""What TLS, SASL and ACLs cost: 1 KiB records produced and consumed over PLAINTEXT, SSL and SASL_SSL
+(SCRAM-SHA-512) listeners of one broker, reported as ratios to PLAINTEXT; and over PLAINTEXT on two
+twin brokers, one of them running the ACL authorizer (ACL-ON against ACL-OFF), in the same run.
 
     python bench/security.py [--count 100000] [--rounds 3]
 
@@ -9,8 +10,11 @@ each listener in a fresh consumer group. The consumed topic was just written, so
 page cache: the consume figures are what serving a fetch costs. Over PLAINTEXT record bytes go from
 the segment file to the socket with sendfile; TLS must encrypt them in user space, so they are
 read (pread) and written through the TLS transport instead. The broker's CPU seconds per MiB are
-measured beside the throughput. The order of the listeners turns each round. Medians over rounds,
-one JSON line per case, then the ratios. No figure is asserted anywhere (tests only run it tiny).
+measured beside the throughput. The twins differ only in the authorizer: ACL-ON holds `--acls`
+ACLs (other principals' literal topics, and the prefixed ones that let User:ANONYMOUS use the
+benchmark's topics and groups), so its figures include every authorization a produce and a fetch
+make; twins, because brokers that have written different amounts do not compare. The order of the
+cases turns each round. Medians over rounds, one JSON line per case, then the ratios. No figure is asserted anywhere (tests only run it tiny).
 """
 from __future__ import annotations
 
@@ -41,7 +45,8 @@ from bench.contenders import Sampler, wait_quiet  # noqa: E402
 from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
 LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_SSL": "SASL_SSL", "ADMIN": "SASL_PLAINTEXT"}
-MEASURED = ("PLAINTEXT", "SSL", "SASL_SSL")
+MEASURED = ("PLAINTEXT", "SSL", "SASL_SSL", "ACL-OFF", "ACL-ON")
+RATIOS = {"SSL": "PLAINTEXT", "SASL_SSL": "PLAINTEXT", "ACL-ON": "ACL-OFF"}     # case: its baseline
 SIZE = 1024
 MIB = 1 << 20
 USER, PASSWORD = "bench", secrets.token_hex(8)
@@ -82,45 +87,93 @@ def start(directory: str) -> tuple[EmbeddedBroker, dict[str, dict]]:
     return broker, clients
 
 
+def start_twin(directory: str, acls: int | None) -> EmbeddedBroker:
+    """A PLAINTEXT broker; with `acls`, running the ACL authorizer: User:ANONYMOUS may use the
+    benchmark's topics (prefixed ACLs) and groups, and `acls` literal topic ACLs of other principals
+    sit beside them."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    settings = {"listener.name.admin.sasl.enabled.mechanisms": "PLAIN",
+                "listener.name.admin.plain.sasl.jaas.config": "org.apache.kafka.common.security."
+                f'plain.PlainLoginModule required user_admin="{ADMIN_PASSWORD}";',
+                "num.partitions": 1, "group.initial.rebalance.delay.ms": 0}
+    if acls is not None:
+        settings.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                         "super.users": "User:admin"})
+    broker = EmbeddedBroker(settings, data_dir=directory,
+                            listeners={"PLAINTEXT": "PLAINTEXT", "ADMIN": "SASL_PLAINTEXT"}).start()
+    if acls is None:
+        return broker
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_for("ADMIN"), "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": ADMIN_PASSWORD})
+    allow, topic, lit, pre = (AclPermissionType.ALLOW, ResourceType.TOPIC, ResourcePatternType.LITERAL,
+                              ResourcePatternType.PREFIXED)
+    bindings = [AclBinding(topic, prefix, pre, "User:ANONYMOUS", "*", AclOperation.ALL, allow)
+                for prefix in ("produced-", "fetched-")]
+    bindings.append(AclBinding(ResourceType.GROUP, "g-", pre, "User:ANONYMOUS", "*", AclOperation.READ, allow))
+    bindings += [AclBinding(topic, f"other-{i}", lit, f"User:u{i % 50}", "*", AclOperation.WRITE, allow)
+                 for i in range(acls)]
+    for f in admin.create_acls(bindings).values():
+        f.result(60)
+    return broker
+
+
 def measure(broker, work) -> dict:
     with Sampler(broker.proc.pid) as sampler:
         result = work()
     return {**result, "broker_cpu_s": sampler.cpu_seconds}
 
 
+def ratio(this: float, base: float) -> float | None:
+    """None when the base is too small to measure (a tiny --count)."""
+    return round(this / base, 2) if base else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--acls", type=int, default=2000)
     args = ap.parse_args()
     mib = args.count * SIZE / MIB
     source = workloads.values(args.count, SIZE)
     figures: dict[tuple[str, str], list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-security-") as tmp:
         broker, clients = start(tmp)
+        twins = {"ACL-OFF": start_twin(os.path.join(tmp, "acl-off"), None),
+                 "ACL-ON": start_twin(os.path.join(tmp, "acl-on"), args.acls)}
+        # each case: the broker it measures, and the address its client uses
+        where = {listener: (broker, broker.bootstrap_for(listener)) for listener in MEASURED[:3]}
+        for case, twin in twins.items():
+            where[case] = (twin, twin.bootstrap)
+            clients[case] = {}
         try:
             for r in range(args.rounds):
-                order = MEASURED[r % 3:] + MEASURED[:r % 3]
+                order = MEASURED[r % len(MEASURED):] + MEASURED[:r % len(MEASURED)]
                 fetched = f"fetched-{r}"
-                workloads.create_topic(broker.bootstrap, fetched, 1)
-                workloads.produce(broker.bootstrap, fetched, source, acks=1, compression="none")
+                for b in (broker, *twins.values()):
+                    workloads.create_topic(b.bootstrap, fetched, 1)
+                    workloads.produce(b.bootstrap, fetched, source, acks=1, compression="none")
                 for listener in order:
+                    b, bootstrap = where[listener]
                     topic = f"produced-{listener.lower()}-{r}"
-                    workloads.create_topic(broker.bootstrap, topic, 1)
+                    workloads.create_topic(b.bootstrap, topic, 1)
                     wait_quiet(0.2)
-                    out = measure(broker, lambda: workloads.produce(broker.bootstrap_for(listener), topic, source,
-                                                                   acks=1, compression="none",
-                                                                   client=clients[listener]))
+                    out = measure(b, lambda: workloads.produce(bootstrap, topic, source, acks=1, compression="none",
+                                                              client=clients[listener]))
                     figures.setdefault(("produce", listener), []).append(out)
                 for listener in order:
+                    b, bootstrap = where[listener]
                     wait_quiet(0.2)
-                    out = measure(broker, lambda: workloads.consume(broker.bootstrap_for(listener), fetched,
-                                                                   args.count, f"g-{listener}-{r}-{time.time()}",
-                                                                   client=clients[listener]))
+                    out = measure(b, lambda: workloads.consume(bootstrap, fetched, args.count,
+                                                              f"g-{listener}-{r}-{time.time()}",
+                                                              client=clients[listener]))
                     if out["missing"] or out["duplicates"] or not out["checksum_ok"]:
                         raise RuntimeError(f"consume over {listener} lost or repeated records: {out}")
                     figures.setdefault(("consume", listener), []).append(out)
         finally:
+            for twin in twins.values():
+                twin.close()
             broker.close()
     summary = {}
     for (kind, listener), runs in figures.items():
@@ -132,13 +185,12 @@ def main() -> int:
                 r["client_busiest_share"] for r in runs), 2)}
         print(json.dumps(line))
     for kind in ("produce", "consume"):
-        base = summary[(kind, "PLAINTEXT")]
-        for listener in ("SSL", "SASL_SSL"):
-            this = summary[(kind, listener)]
-            print(json.dumps({"case": f"{kind}-1KiB-{listener}-vs-PLAINTEXT",
+        for case, baseline in RATIOS.items():
+            this, base = summary[(kind, case)], summary[(kind, baseline)]
+            print(json.dumps({"case": f"{kind}-1KiB-{case}-vs-{baseline}",
                               "throughput_ratio": round(this["mb_per_s"] / base["mb_per_s"], 2),
-                              "broker_cpu_per_mib_ratio": round(this["broker_cpu_s_per_mib"] /
-                                                                base["broker_cpu_s_per_mib"], 2)}))
+                              "broker_cpu_per_mib_ratio": ratio(this["broker_cpu_s_per_mib"],
+                                                                base["broker_cpu_s_per_mib"])}))
     return 0
 
 

@@ -229,7 +229,11 @@ class Connection(asyncio.BufferedProtocol):
             elif kind is Authenticated:
                 self.act_as(self.security.sasl_principal(out.authorization_id))
                 self.reader.max_frame_size = self.server.max_request_bytes
-                log.debug("%s authenticated as %s with SASL/%s", self.peer, self.principal, out.mechanism)
+                if out.reauthentication:        # KIP-368: worth a line, as a session expiry's close is
+                    log.info("%s re-authenticated as %s with SASL/%s (session %d ms)", self.peer, self.principal,
+                             out.mechanism, out.session_lifetime_ms)
+                else:
+                    log.debug("%s authenticated as %s with SASL/%s", self.peer, self.principal, out.mechanism)
             elif kind is Close:
                 log.info("closing %s: %s", self.peer, out.reason)
                 self.close_later(self.server.failed_authentication_delay_ms / 1000)
