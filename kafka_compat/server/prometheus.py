@@ -80,16 +80,15 @@ class BrokerMetrics:
         for endpoint in self.socket_server.endpoints:
             connections.setdefault(endpoint.listener_name, 0)
         groups: dict[str, int] = {}
-        offsets = 0
+        offsets = offset_commits = 0
         gc = self.group_coordinator
-        manager = gc.manager if gc is not None else None
-        if manager is not None:
-            for g in list(manager.groups.values()):
-                groups[g.state.value] = groups.get(g.state.value, 0) + 1
-                offsets += len(g.offsets)
         purgatories = {"Produce": rm.produce_purgatory, "Fetch": rm.fetch_purgatory}
         if gc is not None:
-            purgatories.update(Heartbeat=gc.heartbeat_purgatory, Rebalance=gc.rebalance_purgatory)
+            for g in list(gc.groups.groups.values()):
+                groups[g.state_string] = groups.get(g.state_string, 0) + 1
+            offsets = sum(len(o) for o in list(gc.offsets.offsets.values()))
+            offset_commits = gc.offsets.offset_commit_count
+            purgatories.update(Heartbeat=gc.classic.heartbeat_purgatory, Rebalance=gc.classic.rebalance_purgatory)
         cm = self.controller_metrics
         stats = self.broker_topic_stats
         return {
@@ -102,7 +101,7 @@ class BrokerMetrics:
             "idle": min(max(1.0 - busy, 0.0), 1.0),
             "groups": groups,
             "offsets": offsets,
-            "offset_commits": getattr(manager, "offset_commit_count", 0),
+            "offset_commits": offset_commits,
             "purgatories": {n: (p.watched(), p.delayed()) for n, p in purgatories.items() if p is not None},
             "controller": (cm.active_controller_count, cm.offline_partitions_count,
                            cm.preferred_replica_imbalance_count),
