@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 import psutil
 
@@ -23,20 +24,51 @@ from bench import schedstat  # noqa: E402
 from interop.peers import free_port, start_tansu, stop, tansu_binary  # noqa: E402
 from kafka_compat.testing import EmbeddedBroker  # noqa: E402
 
+SCRAPE_INTERVAL_S = 5.0
+
 
 class KafkaCompat:
-    """Our broker: file storage in a fresh temporary directory, default configuration."""
+    """Our broker: file storage in a fresh temporary directory, default configuration.
+
+    ``metrics``: with the Prometheus endpoint on and scraped every SCRAPE_INTERVAL_S seconds
+    (the `+metrics` contenders), to measure what metrics cost."""
 
     name = "kafka-compat"
 
-    def __init__(self, profile_dir: str | None = None):
+    def __init__(self, profile_dir: str | None = None, metrics: bool = False, python: str | None = None):
         self.broker: EmbeddedBroker | None = None
         self.profile_dir = profile_dir
         self.profiler: subprocess.Popen | None = None
+        self.metrics = metrics
+        self.python = python
+        self.scrapes = 0
+        self._scraper: threading.Thread | None = None
+        self._stop_scraping = threading.Event()
+        if metrics:
+            self.name += "+metrics"
 
     def start(self) -> str:
-        self.broker = EmbeddedBroker().start()
+        overrides = {}
+        if self.metrics:
+            port = free_port()
+            overrides["prometheus.listener"] = f"http://127.0.0.1:{port}"
+            self._stop_scraping.clear()
+            self._scraper = threading.Thread(target=self._scrape, args=(f"http://127.0.0.1:{port}/metrics",),
+                                             daemon=True)
+        self.broker = EmbeddedBroker(overrides, python=self.python).start()
+        if self._scraper is not None:
+            self._scraper.start()
         return self.broker.bootstrap
+
+    def _scrape(self, url: str) -> None:
+        """What a Prometheus server would do: read the whole page at a fixed interval."""
+        while not self._stop_scraping.wait(SCRAPE_INTERVAL_S):
+            try:
+                with urllib.request.urlopen(url, timeout=30) as r:
+                    r.read()
+                self.scrapes += 1
+            except OSError:
+                pass
 
     @property
     def pid(self) -> int:
@@ -64,6 +96,10 @@ class KafkaCompat:
 
     def stop(self) -> None:
         self.end_profile()
+        self._stop_scraping.set()
+        if self._scraper is not None:
+            self._scraper.join(35)
+            self._scraper = None
         if self.broker is not None:
             self.broker.close()
             self.broker = None
@@ -72,14 +108,23 @@ class KafkaCompat:
 class KafkaCompatAt(KafkaCompat):
     """kafka-compat as of a git revision, in its own checkout and virtualenv: a before/after run."""
 
-    def __init__(self, rev: str, profile_dir: str | None = None):
-        super().__init__(profile_dir)
-        self.name = f"kafka-compat@{rev}"
-        self.python = checkout(rev)
+    def __init__(self, rev: str, profile_dir: str | None = None, metrics: bool = False):
+        super().__init__(profile_dir, metrics, python=checkout(rev))
+        self.name = f"kafka-compat@{rev}" + ("+metrics" if metrics else "")
 
-    def start(self) -> str:
-        self.broker = EmbeddedBroker(python=self.python).start()
-        return self.broker.bootstrap
+
+def contender(name: str, profile_dir: str | None = None):
+    """kafka-compat, kafka-compat@REV, either with +metrics, or tansu."""
+    if name == "tansu":
+        return Tansu()
+    base, plus, extra = name.partition("+")
+    if plus and extra != "metrics":
+        raise ValueError(f"unknown contender option +{extra} (only +metrics)")
+    if base == "kafka-compat":
+        return KafkaCompat(profile_dir, metrics=bool(plus))
+    if base.startswith("kafka-compat@"):
+        return KafkaCompatAt(base.split("@", 1)[1], profile_dir, metrics=bool(plus))
+    raise ValueError(f"unknown contender {name!r}")
 
 
 def checkout(rev: str) -> str:

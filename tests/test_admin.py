@@ -234,7 +234,7 @@ def test_incremental_alter_configs(admin):
     assert err.code() == KafkaError.INVALID_CONFIG
 
 
-def test_broker_configs_describe_and_refuse_changes(admin):
+def test_broker_configs_describe_and_validate_changes(admin):
     resource = ConfigResource(ResourceType.BROKER, "0")
     cfg = admin.describe_configs([resource])[resource].result(TIMEOUT)
     assert cfg["log.segment.bytes"].value == "1048576"
@@ -245,9 +245,11 @@ def test_broker_configs_describe_and_refuse_changes(admin):
     def alter(name, value):
         r = ConfigResource(ResourceType.BROKER, "0",
                            incremental_configs=[ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
-        return admin.incremental_alter_configs([r])[r]
+        return admin.incremental_alter_configs([r], validate_only=True)[r]   # the broker is shared: change nothing
     assert error_of(alter("log.dirs", "/elsewhere")).code() == KafkaError.INVALID_REQUEST  # read-only in Kafka
-    assert error_of(alter("log.retention.ms", "1000")).code() == KafkaError.POLICY_VIOLATION  # no dynamic configs
+    assert alter("log.retention.ms", "1000").result(TIMEOUT) is None                       # dynamic, applied
+    assert error_of(alter("log.retention.ms", "soon")).code() == KafkaError.INVALID_REQUEST
+    assert error_of(alter("max.connections", "10")).code() == KafkaError.POLICY_VIOLATION  # dynamic, not applied here
 
 
 def test_describe_configs_versions_on_the_wire(broker, admin):
@@ -278,7 +280,7 @@ def test_describe_configs_versions_on_the_wire(broker, admin):
         R(resource_type=8, resource_name="0", configuration_keys=None)]), 4)
     assert [(r.error_code, len(r.configs) > 0) for r in errors.results] == [
         (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, False), (ErrorCode.INVALID_REQUEST, False),
-        (0, False),  # cluster-wide dynamic defaults: none
+        (0, False),  # cluster-wide dynamic defaults: none set
         (0, True)]   # loggers, root first
     assert errors.results[3].configs[0].name == "root"
 

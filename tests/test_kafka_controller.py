@@ -619,3 +619,29 @@ def test_a_request_a_broker_does_not_answer_is_sent_again_and_nothing_overtakes_
     received = wait_until(lambda: len(one.fake.requests()) >= before + 4 and one.fake.requests()[before:])
     assert [r.api_key for r in received] == [LEADER_AND_ISR, LEADER_AND_ISR, LEADER_AND_ISR, UPDATE_METADATA]
     assert controller.is_active
+
+
+# -- metrics ------------------------------------------------------------------------------------------
+
+def test_controller_metrics_count_the_active_controller_offline_and_imbalanced_partitions(cluster):
+    """Kafka's ActiveControllerCount (1 on the controller's broker, 0 on the others), OfflinePartitionsCount
+    and PreferredReplicaImbalanceCount, kept by the controller after each event."""
+    cluster.controlled_by(3, 1, 2, 4)
+    standby = cluster.nodes[4].start_controller()
+    active = cluster.active().controller
+    cluster.create_topic("m", {0: [1], 1: [2, 1], 2: [3]})
+    cluster.wait_state("m", 0, leader=1)
+    cluster.wait_state("m", 1, leader=2)
+    wait_until(lambda: (active.metrics.active_controller_count, standby.metrics.active_controller_count) == (1, 0),
+               what="one active controller")
+    assert (active.metrics.offline_partitions_count, active.metrics.preferred_replica_imbalance_count) == (0, 0)
+    cluster.kill(2)                   # m-1 moves to broker 1 (not its preferred replica)
+    cluster.wait_state("m", 1, leader=1)
+    wait_until(lambda: active.metrics.preferred_replica_imbalance_count == 1, what="one imbalanced partition")
+    cluster.kill(1)                   # m-0 and m-1 lose their last live replica: offline
+    cluster.wait_state("m", 0, leader=-1)
+    wait_until(lambda: active.metrics.offline_partitions_count == 2, what="two offline partitions")
+    assert active.metrics.active_controller_count == 1
+    assert (standby.metrics.active_controller_count, standby.metrics.offline_partitions_count) == (0, 0)
+    active.shutdown()
+    assert (active.metrics.active_controller_count, active.metrics.offline_partitions_count) == (0, 0)

@@ -31,10 +31,14 @@ from kafka_compat.protocol.messages.elect_leaders import ElectLeadersRequest
 from kafka_compat.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kafka_compat.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafka_compat.protocol.messages.metadata import MetadataRequest
+from kafka_compat.server.client_quota_manager import QuotaManagers
+from kafka_compat.server.config_store import ZkConfigStore
 from kafka_compat.server.configs import ConfigsApi
 from kafka_compat.server.controller_apis import controller_api_handlers
 from kafka_compat.server.create_topics import CreateTopicsApi
 from kafka_compat.server.delete_topics import DeleteTopicsApi
+from kafka_compat.server.dynamic_broker_config import DynamicBrokerConfig
+from kafka_compat.server.dynamic_config_manager import DynamicConfigManager
 from kafka_compat.server.kafka_apis import KafkaApis
 from kafka_compat.server.metadata import MetadataApi
 from kafka_compat.server.metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache, PartitionState
@@ -87,8 +91,12 @@ class Front:
         self.node.fake.on_update_metadata = on_update_metadata
         self.controller = self.admin.controller = self.node.start_controller() if controller else None
         await self.admin.startup()
+        self.dynamic_config = DynamicConfigManager(ZkConfigStore(self.node.zk), QuotaManagers.from_config(cfg),
+                                                   DynamicBrokerConfig(cfg, broker_id))
+        await self.dynamic_config.startup()
         handlers = [CreateTopicsApi(cfg, self.cache, self.admin), DeleteTopicsApi(cfg, self.cache, self.admin),
-                    ConfigsApi(broker_id, self.cache, cfg, self.admin), MetadataApi(cfg, self.cache, self.admin)]
+                    ConfigsApi(broker_id, self.cache, cfg, self.admin, self.dynamic_config),
+                    MetadataApi(cfg, self.cache, self.admin)]
         if controller:
             handlers += controller_api_handlers(self.controller, self.cache, self.admin)
         apis = KafkaApis(handlers)
@@ -119,6 +127,7 @@ class Front:
         self.node.fake.on_update_metadata = None
         await self.client.close()
         await self.server.stop()
+        await self.dynamic_config.shutdown()
         await self.admin.shutdown()
 
 

@@ -30,6 +30,7 @@ from ..zk.zk_data import ReplicaAssignment, TopicPartition
 from .controller_channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, SendFn
 from .controller_context import ControllerContext, PartitionAndReplica, PartitionState, ReplicaState
 from .controller_event_manager import ControllerEvent, ControllerEventManager
+from .controller_metrics import ControllerMetrics
 from .partition_state_machine import (
     CONTROLLED_SHUTDOWN,
     OFFLINE,
@@ -64,12 +65,15 @@ class KafkaController:
     def __init__(self, config: Mapping[str, Any], zk_client: KafkaZkClient, send: SendFn, *,
                  broker_id: int | None = None, inter_broker_listener_name: str = "PLAINTEXT",
                  register_broker: Callable[[], int] | None = None, retry_backoff_ms: int = 100,
-                 auto_rebalance_first_delay_s: float = AUTO_REBALANCE_FIRST_DELAY_S):
+                 auto_rebalance_first_delay_s: float = AUTO_REBALANCE_FIRST_DELAY_S,
+                 metrics: ControllerMetrics | None = None):
         """`config`: the broker's configs (BrokerConfig). `send`: the broker's network client, see
         controller_channel_manager. `register_broker()`, when given, re-creates this broker's
         /brokers/ids znode after a session expiry, before the election runs again (Kafka's
-        RegisterBrokerAndReelect); without it the broker re-registers by itself."""
+        RegisterBrokerAndReelect); without it the broker re-registers by itself. `metrics`: the
+        broker's ControllerMetrics (the Prometheus endpoint reads them), updated after every event."""
         self.config = config
+        self.metrics = metrics if metrics is not None else ControllerMetrics()
         self.broker_id = config["broker.id"] if broker_id is None else broker_id
         self.zk = zk_client
         self.inter_broker_listener_name = inter_broker_listener_name
@@ -130,6 +134,28 @@ class KafkaController:
             self._controller_watch.cancel()
         self.active_controller_id = -1
         self._on_controller_resignation()
+        self._update_metrics()
+
+    def _update_metrics(self) -> None:
+        """Kafka's updateMetrics, after each event on the event thread: one pass over the partitions."""
+        m = self.metrics
+        if not self.is_active:
+            m.active_controller_count = m.offline_partitions_count = m.preferred_replica_imbalance_count = 0
+            return
+        ctx, deleting = self.context, self.topic_deletion_manager.is_topic_queued_up_for_deletion
+        offline = imbalanced = 0
+        for tp, state in list(ctx.partition_states.items()):
+            if deleting(tp.topic):
+                continue
+            if state is PartitionState.OFFLINE:
+                offline += 1
+            info = ctx.partition_leadership_info(tp)
+            replicas = ctx.partition_replica_assignment(tp)
+            if info is not None and replicas and info.leader_and_isr.leader != replicas[0]:
+                imbalanced += 1
+        m.active_controller_count = 1
+        m.offline_partitions_count = offline
+        m.preferred_replica_imbalance_count = imbalanced
 
     @property
     def is_active(self) -> bool:
@@ -156,6 +182,8 @@ class KafkaController:
             except ControllerMovedError as e:
                 log.info("controller %d: the controller moved while processing %s (%s)", self.broker_id, name, e)
                 self._maybe_resign()
+            finally:
+                self._update_metrics()
         self._events.put(ControllerEvent(name, process, preempt))
 
     def _request(self, name: str, work: Callable[[], Any]) -> concurrent.futures.Future:
@@ -174,6 +202,8 @@ class KafkaController:
                 self._maybe_resign()
             except Exception as e:
                 future.set_exception(_error_of(e))
+            finally:
+                self._update_metrics()
 
         def preempt():
             if not future.done() and future.set_running_or_notify_cancel():
@@ -271,6 +301,7 @@ class KafkaController:
     def _process_expire(self) -> None:
         self.active_controller_id = -1
         self._on_controller_resignation()
+        self._update_metrics()
 
     def _process_register_broker_and_reelect(self) -> None:
         if self._register_broker is not None:

@@ -50,6 +50,7 @@ class OffsetMetadataManager:
         self.metadata_max_bytes = config["offset.metadata.max.bytes"]
         self.retention_ms = config["offsets.retention.minutes"] * 60 * 1000
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        self.offset_commit_count = 0        # offsets stored since startup (Kafka's offset-commit-count)
         # producer id -> group id -> offsets of its open transaction
         self.pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
 
@@ -83,6 +84,7 @@ class OffsetMetadataManager:
             error = _STORE_OFFSET_ERRORS.get(error, error)
             if error == ErrorCode.NONE and not group.is_dead:
                 self.offsets.setdefault(group_id, {}).update(ok)
+                self.offset_commit_count += len(ok)
             errors.update((tp, error) for tp in ok)
             callback(errors)
 

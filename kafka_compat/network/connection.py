@@ -256,14 +256,33 @@ class Connection(asyncio.BufferedProtocol):
                 self.write(encode_response(out.request, out.body))
 
     def respond(self, request, result):
-        if result is None or self.closed:
-            return None                 # acks=0 produce, or the handler closed us
-        holes: list = []
-        data = encode_response(request, result, holes)
-        if not holes:
-            self.write(data)
+        if result is not None and not self.closed:     # None: acks=0 produce, or the handler closed us
+            holes: list = []
+            data = encode_response(request, result, holes)
+            if holes:
+                waiting = self.write_with_slices(data, holes)
+                if waiting is not None:
+                    return self._done_after(request, waiting)
+            else:
+                self.write(data)
+        return self.done(request)
+
+    async def _done_after(self, request, waiting) -> None:
+        await waiting
+        muted = self.done(request)
+        if muted is not None:
+            await muted
+
+    def done(self, request):
+        """The answer is written: the server's `request_done` hook (metrics, quotas) says how long this
+        client is throttled; KIP-219 mutes the connection that long (nothing read, nothing answered)."""
+        mute_s = self.server.request_done(request, self) if self.server.request_done is not None else 0.0
+        if mute_s <= 0 or self.closed:
             return None
-        return self.write_with_slices(data, holes)
+        if not self.paused:
+            self.paused = True
+            self.transport.pause_reading()  # pump() resumes reading once the mute is over
+        return asyncio.sleep(mute_s)
 
     def write(self, data) -> None:
         if not self.closed:

@@ -26,9 +26,13 @@ class SocketServer:
     def __init__(self, endpoints, handle: Callable, supported_versions: dict, *, max_request_bytes: int,
                  send_buffer_bytes: int = 102400, receive_buffer_bytes: int = 102400,
                  connections_max_idle_ms: int | None = 600000, backlog: int = 1024,
-                 security: Mapping | None = None, failed_authentication_delay_ms: int = 100):
+                 security: Mapping | None = None, failed_authentication_delay_ms: int = 100,
+                 request_done: Callable | None = None):
+        """``request_done(request, connection)``, if given, runs after each answer is written and returns
+        the seconds to mute that connection for (KIP-219 throttling; 0 for none)."""
         self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
         self.handle = handle
+        self.request_done = request_done
         self.supported_versions = supported_versions
         self.max_request_bytes = max_request_bytes
         self.send_buffer_bytes = send_buffer_bytes

@@ -141,6 +141,15 @@ class Request:
     body: object
     info: ApiInfo
     connection: object = None
+    size: int = 0                   # the frame's bytes (what a produce quota counts)
+    # Set by the broker while it answers (time.monotonic()): when the connection got to this request,
+    # when it was dequeued, when the handler returned and when its answer was ready; and the throttle
+    # a quota imposed (-1 until decided), for the request metrics and KIP-219's muted channel.
+    received_at: float = 0.0
+    dequeued_at: float = 0.0
+    local_done_at: float = 0.0
+    remote_done_at: float = 0.0
+    throttle_time_ms: int = -1
 
 
 def request_header_version(info: ApiInfo, version: int) -> int:
@@ -192,7 +201,7 @@ def parse_request(frame, supported: dict[int, tuple[int, int]] | None = None) ->
         body, _ = info.request.decode(mv, api_version, pos)
     except DecodeError as e:
         raise InvalidRequest(str(e), api_key, api_version, correlation_id) from e
-    return Request(api_key, api_version, correlation_id, header.client_id, header, body, info)
+    return Request(api_key, api_version, correlation_id, header.client_id, header, body, info, None, len(mv))
 
 
 def encode_response(request: Request, body, holes: list | None = None) -> bytearray:

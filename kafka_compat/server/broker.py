@@ -19,6 +19,7 @@ from base64 import urlsafe_b64encode
 from kafka_compat.storage.log_manager import LogManager
 
 from ..configdef import ConfigError
+from ..controller.controller_metrics import ControllerMetrics
 from ..endpoint import SecurityProtocol
 from ..group import GroupCoordinator
 from ..network.heap import retain_freed_buffers
@@ -33,6 +34,10 @@ from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
 from .api_versions import ApiVersionsApi
 from .auth_helper import AuthHelper
+from .broker_topic_stats import BrokerTopicStats
+from .client_quota_manager import QuotaManagers
+from .client_quotas import ClientQuotasApi
+from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi
 from .consumer_groups import ConsumerGroupsApi
 from .create_topics import CreateTopicsApi
@@ -41,6 +46,8 @@ from .describe_cluster import DescribeClusterApi
 from .describe_log_dirs import DescribeLogDirsApi
 from .describe_producers import DescribeProducersApi
 from .describe_topic_partitions import DescribeTopicPartitionsApi
+from .dynamic_broker_config import DynamicBrokerConfig, topic_defaults_changed
+from .dynamic_config_manager import DynamicConfigManager
 from .elect_leaders import ElectLeadersApi
 from .fetch import FetchApi
 from .find_coordinator import FindCoordinatorApi
@@ -53,7 +60,9 @@ from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache
 from .offsets import OffsetsApi
 from .produce import ProduceApi
 from .producer_id_manager import ProducerIdManager
+from .prometheus import BrokerMetrics, PrometheusEndpoint
 from .replica_manager import ReplicaManager
+from .request_channel import RequestChannel
 from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
 from .topics import TopicRegistry
@@ -68,7 +77,8 @@ __all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_vers
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
                    DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
-                   ElectLeadersApi, ConfigsApi, SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
+                   ElectLeadersApi, ConfigsApi, ClientQuotasApi, SaslApis, AclApis, ScramApis, TransactionsApi,
+                   WriteTxnMarkersApi)
 
 
 def enabled_handler_classes(config=None) -> tuple:
@@ -83,12 +93,21 @@ def advertised_api_versions(config=None) -> dict[int, tuple[int, int]]:
 
 
 class Broker:
-    def __init__(self, config, *, retain_freed_buffers: bool = False, security_stores: SecurityStores | None = None):
+    def __init__(self, config, *, retain_freed_buffers: bool = False, security_stores: SecurityStores | None = None,
+                 config_store: ConfigStore | None = None):
         """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
-        ``security_stores``: where ACLs and SCRAM credentials live. By default: in ZooKeeper when
-        zookeeper.connect is set (on a client of their own; the cluster wiring passes
-        zk_security_stores(its client) instead), else files in the first log dir."""
+        ``security_stores``: where ACLs and SCRAM credentials live; ``config_store``: where dynamic configs
+        and quotas live. By default: in ZooKeeper when zookeeper.connect is set (on one client of their
+        own; the cluster wiring passes zk_security_stores / ZkConfigStore over its client instead), else
+        files in the first log dir."""
         self.config = config
+        self.config_store = config_store
+        self.quotas: QuotaManagers | None = None
+        self.broker_topic_stats = BrokerTopicStats()
+        self.controller_metrics = ControllerMetrics()
+        self.dynamic_config: DynamicConfigManager | None = None
+        self.request_channel: RequestChannel | None = None
+        self.prometheus: PrometheusEndpoint | None = None
         self._retain_freed_buffers = retain_freed_buffers
         self.security_stores = security_stores
         self.broker_id = config.broker_id
@@ -105,7 +124,7 @@ class Broker:
         self.apis: KafkaApis | None = None
         self.authorizer = None
         self.listener_security: dict = {}
-        self._security_zk: KafkaZkClient | None = None     # the stores' own ZooKeeper client, when we made one
+        self._stores_zk: KafkaZkClient | None = None     # the stores' own ZooKeeper client, when we made one
         self.socket_server: SocketServer | None = None
         self.started = False
 
@@ -116,6 +135,14 @@ class Broker:
             retain_freed_buffers()
         self.cluster_id = self._prepare_dirs()
         await asyncio.to_thread(self._security)            # the stores may read ZooKeeper: off the event loop
+        # dynamic configs before the logs (as Kafka's DynamicBrokerConfig.initialize): they load with their defaults
+        self.quotas = QuotaManagers.from_config(cfg)
+        store = self.config_store
+        if store is None:
+            store = (ZkConfigStore(await asyncio.to_thread(self._stores_zk_client)) if cfg["zookeeper.connect"]
+                     else LocalConfigStore(self.log_dirs[0]))
+        self.dynamic_config = DynamicConfigManager(store, self.quotas, DynamicBrokerConfig(cfg, self.broker_id))
+        await self.dynamic_config.startup()
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
         # The flusher wakes at least every second so flush.ms is honoured even when
@@ -133,9 +160,12 @@ class Broker:
             self.broker_id, self.log_manager, self.controller.log_config,
             hw_checkpoint_interval_ms=cfg["replica.high.watermark.checkpoint.interval.ms"],
             fetch_purge_interval=cfg["fetch.purgatory.purge.interval.requests"],
-            produce_purge_interval=cfg["producer.purgatory.purge.interval.requests"])
+            produce_purge_interval=cfg["producer.purgatory.purge.interval.requests"],
+            broker_topic_stats=self.broker_topic_stats)
         self.replica_manager.startup()
+        self.dynamic_config.broker_config.add_reconfigurable(topic_defaults_changed(self.replica_manager))
         self.controller.startup(self.replica_manager)
+        self.controller_metrics.active_controller_count = 1     # a single node is its own controller
         self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
                                                   self.controller)
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
@@ -152,8 +182,11 @@ class Broker:
                                                       self.txn_marker_writer.write_markers)
         await self.txn_coordinator.startup()
         self.apis = KafkaApis(self._handlers())
+        self.request_channel = RequestChannel(self.apis.handle, self.quotas,
+                                              metrics=cfg["prometheus.listener"] is not None)
         self.socket_server = SocketServer(
-            cfg.listeners, self.apis.handle, self.apis.supported_versions(),
+            cfg.listeners, self.request_channel.handle, self.apis.supported_versions(),
+            request_done=self.request_channel.request_done,
             max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
@@ -164,16 +197,33 @@ class Broker:
             await self.stop()
             raise
         self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
+        if cfg["prometheus.listener"] is not None:
+            self.prometheus = PrometheusEndpoint(cfg["prometheus.listener"], BrokerMetrics(
+                broker_id=self.broker_id, request_channel=self.request_channel,
+                broker_topic_stats=self.broker_topic_stats, replica_manager=self.replica_manager,
+                socket_server=self.socket_server, group_coordinator=self.group_coordinator,
+                controller_metrics=self.controller_metrics, quotas=self.quotas))
+            try:
+                self.prometheus.start()
+            except OSError as e:
+                await self.stop()
+                raise BrokerStartError(f"cannot serve metrics at {cfg['prometheus.listener']}: "
+                                       f"{e.strerror or e}") from e
         self.started = True
         log.info("kafka-compat node %d serving %s (cluster %s)", self.broker_id,
                  ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound), self.cluster_id)
+
+    def _stores_zk_client(self) -> KafkaZkClient:
+        """The ZooKeeper client of the stores this broker opens itself (blocking: from a worker thread)."""
+        if self._stores_zk is None:
+            self._stores_zk = KafkaZkClient.from_config(self.config).start()
+        return self._stores_zk
 
     def _security(self) -> None:
         """Credential and ACL stores, the authorizer, and each listener's TLS and SASL settings."""
         cfg = self.config
         if self.security_stores is None and cfg["zookeeper.connect"]:
-            self._security_zk = KafkaZkClient.from_config(cfg).start()
-            self.security_stores = zk_security_stores(self._security_zk)
+            self.security_stores = zk_security_stores(self._stores_zk_client())
         elif self.security_stores is None:
             self.security_stores = file_security_stores(self.log_dirs[0])
         try:
@@ -206,9 +256,9 @@ class Broker:
         auth = AuthHelper(self.authorizer)
         handlers = [
             ApiVersionsApi(advertised_api_versions(cfg)),
-            ProduceApi(rm, cache, auth, self.txn_coordinator.handle_verify_partitions
+            ProduceApi(rm, cache, self.quotas, auth, self.txn_coordinator.handle_verify_partitions
                        if cfg["transaction.partition.verification.enable"] else None),
-            FetchApi(rm, cache, auth),
+            FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth),
             OffsetsApi(rm, auth),
             MetadataApi(cfg, cache, controller, auth),
             InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),
@@ -221,7 +271,8 @@ class Broker:
             DescribeProducersApi(rm, cache, auth),
             DescribeTopicPartitionsApi(cache, cfg, auth),
             ElectLeadersApi(cache, auth),
-            ConfigsApi(self.broker_id, cache, cfg, controller, auth),
+            ConfigsApi(self.broker_id, cache, cfg, controller, self.dynamic_config, auth),
+            ClientQuotasApi(self.dynamic_config, auth),
             ConsumerGroupsApi(self.group_coordinator, cache, auth),
             SaslApis(),
             AclApis(auth),
@@ -233,6 +284,9 @@ class Broker:
         return [h for h in handlers if type(h) in enabled]
 
     async def stop(self) -> None:
+        if self.prometheus is not None:
+            self.prometheus.stop()
+            self.prometheus = None
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.txn_coordinator is not None:
@@ -244,11 +298,14 @@ class Broker:
         if self.log_manager is not None:
             await asyncio.to_thread(self.log_manager.shutdown)
             self.log_manager = None
+        if self.dynamic_config is not None:
+            await self.dynamic_config.shutdown()
+            self.dynamic_config = None
         if self.security_stores is not None:
             self.security_stores.close()
-        if self._security_zk is not None:
-            await asyncio.to_thread(self._security_zk.close)
-            self._security_zk = None
+        if self._stores_zk is not None:
+            await asyncio.to_thread(self._stores_zk.close)
+            self._stores_zk = None
         self.started = False
 
     # ------------------------------------------------------------ data directories

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF, validate_topic_configs
 
 from ..configdef import PASSWORD, ConfigError, ConfigSource, ConfigType, convert_to_string
+from .dynamic_broker_config import BROKER_QUOTA_CONFIG_DEF, is_dynamic
 from .kafka_config import (
     BROKER_CONFIG_DEF,
     DYNAMIC_BROKER_CONFIGS,
@@ -148,4 +149,29 @@ def describe_broker_config(broker_cfg: BrokerConfig, *,
         text = None if sensitive else convert_to_string(value, key.type)
         result[name] = ConfigEntry(name, text, source, source, sensitive, name not in DYNAMIC_BROKER_CONFIGS,
                                    entries, key.type, key.doc, value)
+    # settings that exist only dynamically (replication throttles) appear once set
+    for values, source in ((dyn_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                           (dyn_broker, ConfigSource.DYNAMIC_BROKER_CONFIG)):
+        for name, text in values.items():
+            if name in BROKER_QUOTA_CONFIG_DEF:
+                result[name] = _dynamic_entry(name, text, source, [(dyn_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                                                                   (dyn_default, source)])
     return result
+
+
+def describe_default_broker_config(broker_cfg: BrokerConfig, dynamic_default: Mapping[str, str]
+                                   ) -> dict[str, ConfigEntry]:
+    """The cluster-wide dynamic defaults (resource name ""): only what is set, as Kafka describes them."""
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    return {name: _dynamic_entry(name, text, source, [(dynamic_default, source)])
+            for name, text in dynamic_default.items()}
+
+
+def _dynamic_entry(name: str, text: str, source: ConfigSource, tiers) -> ConfigEntry:
+    key = BROKER_CONFIG_DEF.get(name) or BROKER_QUOTA_CONFIG_DEF.get(name)
+    sensitive = key is None or key.type is PASSWORD      # unknown: Kafka cannot tell, so hides it
+    synonyms = tuple(ConfigSynonymEntry(n, None if sensitive else values[n], src)
+                     for values, src in tiers for n in broker_config_synonyms(name) if n in values)
+    return ConfigEntry(name, None if sensitive else text, source, source, sensitive, not is_dynamic(name),
+                       synonyms or (ConfigSynonymEntry(name, None if sensitive else text, source),),
+                       key.type if key is not None else None, key.doc if key is not None else "", text)

@@ -3,9 +3,10 @@
 Topic configs are the topic's overrides (stored in the topic registry through
 the controller) on top of the broker's defaults; describing a topic lists every
 topic-level config with its effective value and where it came from, as Kafka
-does. Broker configs are static here: kafka-compat has no dynamic broker
-configs yet, so altering one is refused (see `_alter_broker`). BROKER_LOGGER
-resources map onto Python's `logging` loggers.
+does. Broker configs can be changed at runtime for this broker (resource name =
+its id) or as the cluster default (resource name ""), as far as
+DynamicBrokerConfig allows: stored through the DynamicConfigManager and applied
+at once. BROKER_LOGGER resources map onto Python's `logging` loggers.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import logging
 
 from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF
 
-from ..configdef import ConfigError, ConfigSource, ConfigType
+from ..configdef import ConfigSource, ConfigType, convert_to_string
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
@@ -22,8 +23,10 @@ from .admin_manager import resolved, respond
 from .auth_helper import ALTER_CONFIGS, DESCRIBE_CONFIGS, NO_AUTHORIZER, AuthHelper
 from .auth_helper import GROUP as GROUP_RESOURCE
 from .auth_helper import TOPIC as TOPIC_RESOURCE
-from .config_helper import describe_broker_config, effective_topic_config
-from .kafka_config import BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS
+from .config_helper import describe_broker_config, describe_default_broker_config, effective_topic_config
+from .dynamic_broker_config import DEFAULT
+from .dynamic_config_manager import DynamicConfigManager
+from .kafka_config import BROKER_CONFIG_DEF
 from .registry import handles
 from .topics import validate_name
 
@@ -41,11 +44,14 @@ Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
 class ConfigsApi:
-    def __init__(self, broker_id, metadata_cache, config, controller, auth: AuthHelper = NO_AUTHORIZER):
+    def __init__(self, broker_id, metadata_cache, config, controller, dynamic_config: DynamicConfigManager,
+                 auth: AuthHelper = NO_AUTHORIZER):
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.config = config
         self.controller = controller
+        self.dynamic_config = dynamic_config
+        self.dynamic_broker = dynamic_config.broker_config
         self.auth = auth
 
     def _authorize(self, request, resource, operation: int) -> None:
@@ -116,13 +122,18 @@ class ConfigsApi:
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
             overrides = await resolved(self.controller.topic_configs(name))
-            entries = effective_topic_config(self.config, overrides).values()
+            dyn = self.dynamic_broker
+            entries = effective_topic_config(self.config, overrides, dynamic_broker_configs=dyn.dynamic_broker,
+                                             dynamic_default_broker_configs=dyn.dynamic_default).values()
             return [_entry(e, synonyms, docs) for e in entries]
         if rtype == BROKER:
+            dyn = self.dynamic_broker
             if not name:
-                return []  # cluster-wide dynamic defaults: there are none
+                entries = describe_default_broker_config(self.config, dyn.dynamic_default).values()
+                return [_entry(e, synonyms, docs) for e in entries]
             self._node_id(name)
-            entries = describe_broker_config(self.config).values()
+            entries = describe_broker_config(self.config, dynamic_broker_configs=dyn.dynamic_broker,
+                                             dynamic_default_broker_configs=dyn.dynamic_default).values()
             return [_entry(e, synonyms, docs) for e in entries] + _unknown_broker_entries(self.config, synonyms)
         if rtype == BROKER_LOGGER:
             if not name:
@@ -171,54 +182,51 @@ class ConfigsApi:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         await resolved(self.controller.set_topic_configs(name, overrides, validate_only))
 
-    def _alter_broker(self, name: str, ops: list[tuple[str, int, str | None]]) -> None:
-        """Validate a change to this broker's configs as Kafka does, then refuse what would apply.
+    async def _alter_broker(self, name: str, ops: list[tuple[str, int, str | None]], replace: bool,
+                            validate_only: bool) -> None:
+        """Change this broker's (``name`` = its id) or the cluster's (``name`` = "") dynamic configs.
 
-        Kafka answers INVALID_REQUEST for read-only (static) configs and bad values,
-        and accepts the dynamic ones. kafka-compat has no dynamic broker configs yet,
-        so a change Kafka would apply gets POLICY_VIOLATION: what Kafka itself answers
-        when an alter.config.policy refuses it. Deleting (or setting nothing) changes
-        nothing and succeeds, as in Kafka when no dynamic value exists.
+        ``replace`` (AlterConfigs): the given configs become the whole dynamic set; otherwise
+        (IncrementalAlterConfigs) the operations apply to what is stored. Validated as Kafka's
+        ConfigAdminManager does (see DynamicBrokerConfig.validate), then stored and applied.
         """
         if name:
             self._node_id(name, "Node id")
-        changed = {}
-        for key, op, value in ops:
+        for key, op, _ in ops:
             if op not in OP_NAMES:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
             if op in (APPEND, SUBTRACT):
                 definition = BROKER_CONFIG_DEF.get(key)
                 if definition is None or definition.type is not ConfigType.LIST:
                     raise KafkaError(ErrorCode.INVALID_CONFIG,
-                                   f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {key}")
-            if op != DELETE:
-                changed[key] = value
-        static = sorted(k for k in changed if k in BROKER_CONFIG_DEF and k not in DYNAMIC_BROKER_CONFIGS)
-        if static:
-            raise KafkaError(ErrorCode.INVALID_REQUEST,
-                             f"Cannot update these configs dynamically: Set({', '.join(static)})")
-        for key, value in changed.items():
-            if key in BROKER_CONFIG_DEF:
-                try:
-                    BROKER_CONFIG_DEF[key].parse(value)
-                except ConfigError as e:
-                    raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
-        if changed:
-            raise KafkaError(ErrorCode.POLICY_VIOLATION,
-                           "kafka-compat does not support dynamic broker configs yet: set "
-                           + ", ".join(sorted(changed)) + " in the broker's properties and restart it")
-
-
-
+                                     f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {key}")
+        entity = name or DEFAULT
+        props = {} if replace else dict(await self.dynamic_config.entity_configs("brokers", entity))
+        for key, op, value in ops:
+            if op == SET:
+                props[key] = value
+            elif op == DELETE:
+                props.pop(key, None)
+            else:
+                old = props.get(key)
+                if old is None:
+                    old = convert_to_string(self.config[key], ConfigType.LIST) or ""
+                parts = _list_parts(old)
+                for item in _list_parts(value):
+                    if op == APPEND and item not in parts:
+                        parts.append(item)
+                    elif op == SUBTRACT and item in parts:
+                        parts.remove(item)
+                props[key] = ",".join(parts)
+        self.dynamic_broker.validate(props, per_broker=bool(name))
+        if not validate_only:
+            await self.dynamic_config.change("brokers", entity, props)
 
     # -- AlterConfigs -----------------------------------------------------------------------
 
     @handles(33)
-    def handle_alter_configs(self, request):
+    async def handle_alter_configs(self, request):
         """The legacy API: the given configs replace the resource's whole override set."""
-        return respond(self.controller, self._alter_configs(request))
-
-    async def _alter_configs(self, request):
         req = request.body
 
         async def alter(r):
@@ -228,7 +236,8 @@ class ConfigsApi:
                 await self._set_topic_configs(r.resource_name, {c.name: c.value for c in r.configs},
                                               req.validate_only)
             elif r.resource_type == BROKER:
-                self._alter_broker(r.resource_name, [(c.name, SET, c.value) for c in r.configs])
+                await self._alter_broker(r.resource_name, [(c.name, SET, c.value) for c in r.configs], True,
+                                         req.validate_only)
             elif r.resource_type in (GROUP, CLIENT_METRICS):
                 raise _unsupported(r.resource_type)
             else:
@@ -241,10 +250,7 @@ class ConfigsApi:
     # -- IncrementalAlterConfigs ------------------------------------------------------------
 
     @handles(44)
-    def handle_incremental_alter_configs(self, request):
-        return respond(self.controller, self._incremental_alter_configs(request))
-
-    async def _incremental_alter_configs(self, request):
+    async def handle_incremental_alter_configs(self, request):
         req = request.body
 
         async def alter(r):
@@ -255,7 +261,8 @@ class ConfigsApi:
                 current = await resolved(self.controller.topic_configs(r.resource_name)) if topic else {}
                 await self._set_topic_configs(r.resource_name, apply_ops(current, r.configs), req.validate_only)
             elif r.resource_type == BROKER:
-                self._alter_broker(r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs])
+                await self._alter_broker(r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs],
+                                         False, req.validate_only)
             elif r.resource_type == BROKER_LOGGER:
                 self._alter_loggers(r, req.validate_only)
             elif r.resource_type in (GROUP, CLIENT_METRICS):

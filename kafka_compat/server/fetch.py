@@ -18,6 +18,8 @@ from ..protocol.convert import down_convert
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.fetch import FetchResponse
 from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, READ, TOPIC, AuthHelper
+from .broker_topic_stats import BrokerTopicStats
+from .client_quota_manager import QuotaManagers, principal_user
 from .delayed_fetch import FetchParams, PartitionFetchInfo
 from .metadata_cache import MetadataCache
 from .registry import handles
@@ -52,11 +54,22 @@ def isolation_of(replica_id: int, isolation_level: int) -> FetchIsolation:
     return FetchIsolation.TXN_COMMITTED if isolation_level == READ_COMMITTED else FetchIsolation.HIGH_WATERMARK
 
 
+def replica_id_of(request) -> int:
+    """The fetching replica's id (v15+ moved it into ReplicaState); negative for a consumer."""
+    req = request.body
+    if request.api_version >= 15 and req.replica_state is not None:
+        return req.replica_state.replica_id
+    return req.replica_id
+
+
 class FetchApi:
     def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
+                 quotas: QuotaManagers | None = None, broker_topic_stats: BrokerTopicStats | None = None,
                  auth: AuthHelper = NO_AUTHORIZER):
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
+        self.quotas = quotas or QuotaManagers()
+        self.broker_topic_stats = broker_topic_stats or BrokerTopicStats()
         self.auth = auth
 
     @handles(1)
@@ -65,8 +78,14 @@ class FetchApi:
         topic); a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED and are not read."""
         req = request.body
         v = request.api_version
-        replica_id = req.replica_state.replica_id if v >= 15 and req.replica_state is not None else req.replica_id
-        params = FetchParams(replica_id, req.max_wait_ms, req.min_bytes, req.max_bytes if v >= 3 else 0x7FFFFFFF,
+        replica_id = replica_id_of(request)
+        max_bytes = req.max_bytes if v >= 3 else 0x7FFFFFFF
+        if replica_id < 0 and self.quotas.fetch.enabled:
+            # no more than the quota lets through in one window: a bigger answer would always be throttled
+            window = self.quotas.fetch.max_value_in_quota_window(principal_user(request.connection),
+                                                                 request.client_id or "")
+            max_bytes = int(min(max_bytes, window))
+        params = FetchParams(replica_id, req.max_wait_ms, req.min_bytes, max_bytes,
                              isolation_of(replica_id, req.isolation_level if v >= 4 else 0),
                              min_one_message_always=v < 3)
         auth = self.auth
@@ -99,6 +118,13 @@ class FetchApi:
     def _respond(self, request, names, results) -> FetchResponse:
         req = request.body
         v = request.api_version
+        from_follower = replica_id_of(request) >= 0
+        throttle = 0 if from_follower else self._throttle(request, results)
+        request.throttle_time_ms = throttle
+        if throttle:
+            # KIP-219: a throttled fetch is answered at once, empty, and the connection muted
+            return FetchResponse(throttle_time_ms=throttle, error_code=ErrorCode.NONE, session_id=0, responses=[])
+        stats = self.broker_topic_stats
         committed = req.isolation_level == READ_COMMITTED if v >= 4 else False
         out_topics = []
         i = 0
@@ -137,9 +163,26 @@ class FetchApi:
                 size = info.records.size
                 if size:
                     pd.records = self._records(v, info.records, size)
+                    stats.record_bytes_out(name, size, from_follower)
             out_topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id,
                                                                    partitions=parts))
         return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=out_topics)
+
+    def _throttle(self, request, results) -> int:
+        """Kafka's fetch quotas: the response's bytes against consumer_byte_rate and the handler time
+        against request_percentage; when throttled the bytes are taken back (nothing is sent)."""
+        quotas = self.quotas
+        if not (quotas.fetch.enabled or quotas.request.enabled):
+            return 0
+        user, client_id = principal_user(request.connection), request.client_id or ""
+        size = sum(r.info.records.size for r in results if r.info is not None)
+        by_time = quotas.request_throttle_ms(request, user)
+        by_bytes = quotas.fetch.record_and_get_throttle_ms(user, client_id, size)
+        throttle = max(by_bytes, by_time)
+        if throttle:
+            quotas.fetch.unrecord(user, client_id, size)
+            (quotas.fetch if by_bytes > by_time else quotas.request).record_throttle(user, client_id, throttle)
+        return throttle
 
     @staticmethod
     def _records(version: int, records, size: int):

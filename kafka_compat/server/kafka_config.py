@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from kafka_compat.storage.log_config import TOPIC_CONFIG_DEF
 
@@ -54,6 +55,23 @@ from ..properties import load_properties
 from ..security.principal import DEFAULT_PRINCIPAL_BUILDER
 
 _HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
+
+
+def parse_http_listener(value: str) -> tuple[str, int]:
+    """prometheus.listener's ``http://HOST:PORT`` -> (host, port); an empty host means every interface."""
+    parts = urlsplit(value)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or port is None or parts.path not in ("", "/"):
+        raise ConfigError("prometheus.listener", value, "must be http://HOST:PORT")
+    return parts.hostname or "0.0.0.0", port
+
+
+def _http_listener(name: str, value: str | None) -> None:
+    if value is not None:
+        parse_http_listener(value)
 _DAY_MS = 24 * _HOUR_MS
 
 
@@ -349,6 +367,11 @@ BROKER_CONFIG_DEF = (
             "Longest SASL session before the client must re-authenticate (0: no limit).")
     .define("authorizer.class.name", STRING, "", None, LOW,
             "Kafka's AclAuthorizer or StandardAuthorizer class name (both: our ACL authorizer); empty for none.")
+    # client quotas (QuotaConfig) and the metrics endpoint
+    .define("quota.window.num", INT, 11, at_least(1), LOW, "Samples kept to measure a client's rate against its quota.")
+    .define("quota.window.size.seconds", INT, 1, at_least(1), LOW, "Length of each quota sample.")
+    .define("prometheus.listener", STRING, None, _http_listener, LOW,
+            "http://HOST:PORT serving Prometheus metrics at /metrics; none when unset (not a Kafka key).")
 )
 
 
@@ -379,6 +402,10 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
 SENSITIVE_BROKER_CONFIGS = frozenset(n for n, k in BROKER_CONFIG_DEF.config_keys.items() if k.type is PASSWORD)
 READ_ONLY_BROKER_CONFIGS = frozenset(n for n in BROKER_CONFIG_DEF if n not in DYNAMIC_BROKER_CONFIGS)
 # Topic configs are never read-only, and none is of PASSWORD type.
+
+
+def _known(props: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in props.items() if k in BROKER_CONFIG_DEF}
 
 
 class BrokerConfig(DictView):
@@ -412,6 +439,17 @@ class BrokerConfig(DictView):
             props = load_properties(source)
         props.update(overrides or {})
         return cls(props)
+
+    def reconfigure(self, dynamic_default: Mapping[str, str], dynamic_broker: Mapping[str, str]) -> set[str]:
+        """KIP-226: the values in force become the static ones under the cluster's dynamic defaults
+        under this broker's own dynamic ones. Validated as a whole first (ConfigError leaves this
+        config as it was); returns the names whose value changed. ``originals`` stay the static
+        settings, which DescribeConfigs reports as STATIC_BROKER_CONFIG."""
+        merged = {**self.originals, **_known(dynamic_default), **_known(dynamic_broker)}
+        candidate = BrokerConfig(merged)
+        changed = {name for name, value in candidate._data.items() if self._data.get(name) != value}
+        self._data = candidate._data
+        return changed
 
     def is_set(self, name: str) -> bool:
         """True if the property was given explicitly (file or override)."""

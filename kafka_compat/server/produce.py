@@ -21,6 +21,7 @@ from ..protocol.compression import ZSTD
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.produce import ProduceResponse
 from .auth_helper import NO_AUTHORIZER, TOPIC, TRANSACTIONAL_ID, WRITE, AuthHelper
+from .client_quota_manager import QuotaManagers, principal_user
 from .delayed_produce import ProduceResult
 from .metadata_cache import MetadataCache
 from .registry import CloseConnection, handles
@@ -64,11 +65,12 @@ def _response(index: int, r: ProduceResult) -> PartitionProduceResponse:
 
 class ProduceApi:
     def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
-                 auth: AuthHelper = NO_AUTHORIZER, verify_partitions=None):
+                 quotas: QuotaManagers | None = None, auth: AuthHelper = NO_AUTHORIZER, verify_partitions=None):
         """``verify_partitions(transactional id, producer id, epoch, partitions) -> {partition: error}``: the
         transaction coordinator's KIP-890 check (None: transaction.partition.verification.enable is off)."""
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
+        self.quotas = quotas or QuotaManagers()
         self.auth = auth
         self.verify_partitions = verify_partitions
 
@@ -174,8 +176,24 @@ class ProduceApi:
                 parts.append(_response(p.index, r))
             responses.append(ProduceResponse.TopicProduceResponse(name=t.name, topic_id=t.topic_id,
                                                                   partition_responses=parts))
+        throttle = self._throttle(request, req.acks)
         if req.acks == 0:
             if failed:
                 raise CloseConnection()     # Kafka's way to make an acks=0 producer refresh metadata
             return None
-        return ProduceResponse(responses=responses, throttle_time_ms=0)
+        return ProduceResponse(responses=responses, throttle_time_ms=throttle)
+
+    def _throttle(self, request, acks: int) -> int:
+        """Charge the request to the producer's byte-rate quota and (unless acks=0) its request quota;
+        the larger throttle applies, and the connection is muted for it after the response."""
+        quotas = self.quotas
+        throttle = 0
+        if quotas.produce.enabled or quotas.request.enabled:
+            user, client_id = principal_user(request.connection), request.client_id or ""
+            by_bytes = quotas.produce.record_and_get_throttle_ms(user, client_id, request.size)
+            by_time = 0 if acks == 0 else quotas.request_throttle_ms(request, user)
+            throttle = max(by_bytes, by_time)
+            if throttle:
+                (quotas.produce if by_bytes > by_time else quotas.request).record_throttle(user, client_id, throttle)
+        request.throttle_time_ms = throttle
+        return throttle

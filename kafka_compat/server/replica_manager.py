@@ -26,6 +26,8 @@ from kafka_compat.storage.validator import CLIENT
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..purgatory import DelayedOperationPurgatory
+from .alter_partition_listener import IsrChangeMeters
+from .broker_topic_stats import BrokerTopicStats
 from .delayed_fetch import DelayedFetch, FetchParams, PartitionFetchInfo
 from .delayed_produce import DelayedProduce, ProduceResult
 from .metadata_cache import INTERNAL_TOPICS, PartitionState
@@ -33,14 +35,20 @@ from .partition import LogReadResult, Partition
 
 log = logging.getLogger(__name__)
 
+# append errors whose bytes Kafka counts as rejected (BytesRejectedPerSec)
+REJECTED = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE,
+                      ErrorCode.INVALID_RECORD, ErrorCode.INVALID_TIMESTAMP})
+
 __all__ = ["ReplicaManager", "FetchParams", "PartitionFetchInfo", "ProduceResult", "LogReadResult"]
 
 
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, topic_config: Callable[[str], LogConfig], *,
                  hw_checkpoint_interval_ms: int = 5000, fetch_purge_interval: int = 1000,
-                 produce_purge_interval: int = 1000):
+                 produce_purge_interval: int = 1000, broker_topic_stats: BrokerTopicStats | None = None):
         self.broker_id = broker_id
+        self.broker_topic_stats = broker_topic_stats or BrokerTopicStats()
+        self.isr_change_meters = IsrChangeMeters()      # mark_shrink()/mark_expand() where the ISR changes
         self.log_manager = log_manager
         self.topic_config = topic_config
         self.hw_checkpoint_interval_ms = hw_checkpoint_interval_ms
@@ -139,6 +147,8 @@ class ReplicaManager:
             if delete:
                 self.log_manager.delete_log(topic, index)
             self._complete_delayed(partition.key)
+        if delete and not any(t == topic for t, _ in self.partitions):
+            self.broker_topic_stats.remove_topic(topic)
 
     def topic_config_changed(self, topic: str) -> None:
         self.log_manager.update_config(topic, self.topic_config(topic))
@@ -174,12 +184,16 @@ class ReplicaManager:
             return ProduceResult(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  error_message=f"Cannot append to internal topic {topic}")
         partition = self.partitions.get((topic, index))
+        stats = self.broker_topic_stats
         if partition is None:
+            stats.all_topics.total_produce_requests += 1
             return ProduceResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         try:
             info, hw_moved = partition.append_records_to_leader(records, origin, required_acks)
         except KafkaError as e:
+            stats.record_failed_append(topic, len(records), e.error_code in REJECTED)
             return ProduceResult(e.error_code, record_errors=e.record_errors, error_message=str(e) or None)
+        stats.record_append(topic, len(records), 0 if info.duplicate else info.last_offset - info.first_offset + 1)
         key = partition.key
         if hw_moved:
             self.produce_purgatory.check_and_complete(key)
@@ -220,10 +234,13 @@ class ReplicaManager:
         """One read per partition, the response's byte budget shared in request order."""
         remaining = params.max_bytes
         isolation = params.isolation
+        stats = self.broker_topic_stats
         out = []
         for topic, index, info in fetches:
             partition = self.partitions.get((topic, index))
             if partition is None:
+                stats.all_topics.total_fetch_requests += 1
+                stats.all_topics.failed_fetch_requests += 1
                 out.append(LogReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, -1, -1, -1, -1))
                 continue
             min_one = params.min_one_message_always or remaining == params.max_bytes
@@ -233,6 +250,7 @@ class ReplicaManager:
                                              info.log_start_offset)
             if result.info is not None:
                 remaining -= result.info.records.size
+            stats.record_fetch(topic, result.error_code != 0)
             out.append(result)
         return out
 

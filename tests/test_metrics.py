@@ -1,0 +1,216 @@
+"""The Prometheus endpoint, scraped while real traffic runs: counters equal what was sent.
+
+Produce and Fetch go over our wire client, so the test knows every byte and
+request; a confluent-kafka producer and consumer group run beside it while the
+endpoint is scraped again and again. `promtool check metrics` (Debian's
+prometheus package, installed by interop/setup.sh) must accept the output.
+"""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from prometheus_client.parser import text_string_to_metric_families
+from wire import WireClient
+
+from kafka_compat.configdef import ConfigError
+from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest
+from kafka_compat.protocol.messages.fetch import FetchRequest
+from kafka_compat.protocol.messages.produce import ProduceRequest
+from kafka_compat.protocol.records import build_batch
+from kafka_compat.server.broker import Broker
+from kafka_compat.server.kafka_config import BrokerConfig
+from kafka_compat.server.metadata_cache import PartitionState
+from kafka_compat.server.prometheus import partition_states, replica_manager_gauges
+from kafka_compat.testing import EmbeddedBroker, free_port
+
+TOPIC = "metered"
+
+
+@pytest.fixture(scope="module", name="broker")
+def metrics_broker_fixture():
+    """A broker with the metrics endpoint on (test_quotas uses it too)."""
+    port = free_port()
+    with EmbeddedBroker({"prometheus.listener": f"http://127.0.0.1:{port}", "num.partitions": 1}) as b:
+        b.metrics_url = f"http://127.0.0.1:{port}/metrics"
+        yield b
+
+
+def scrape(broker) -> str:
+    with urllib.request.urlopen(broker.metrics_url, timeout=10) as r:
+        return r.read().decode()
+
+
+def samples(text: str) -> dict[tuple[str, frozenset], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(s: dict, name: str, **labels) -> float:
+    return s.get((name, frozenset(labels.items())), 0.0)
+
+
+def create_topic(client: WireClient, name: str) -> None:
+    resp = client.call(19, 5, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])], timeout_ms=10000))
+    assert resp.topics[0].error_code == 0
+
+
+def produce(client: WireClient, topic: str, batch: bytes):
+    return client.call(0, 9, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])]))
+
+
+def fetch(client: WireClient, topic: str, offset: int):
+    return client.call(1, 11, FetchRequest(
+        replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, isolation_level=0, session_id=0,
+        session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
+            partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id=""))
+
+
+def test_counters_equal_what_was_sent_while_clients_run(broker):
+    client = WireClient("127.0.0.1", broker.port)
+    create_topic(client, TOPIC)
+    before = samples(scrape(broker))
+
+    # real clients beside the wire traffic, scraped all along
+    stop = threading.Event()
+    scrapes: list[str] = []
+
+    def background():
+        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "metered-group",
+                      "auto.offset.reset": "earliest"})
+        c.subscribe(["metered-bg"])
+        while not stop.is_set():
+            for _ in range(100):
+                p.produce("metered-bg", b"x" * 200)
+            p.poll(0)
+            c.poll(0.05)
+            scrapes.append(scrape(broker))
+        p.flush(10)
+        c.close()
+
+    bg = threading.Thread(target=background)
+    bg.start()
+    try:
+        sent_bytes = records = 0
+        requests = 40
+        for i in range(requests):
+            batch = build_batch([(b"k%d" % i, b"v" * (100 + i), [], 1000 + j) for j in range(i % 7 + 1)])
+            resp = produce(client, TOPIC, batch)
+            assert resp.responses[0].partition_responses[0].error_code == 0
+            sent_bytes += len(batch)
+            records += i % 7 + 1
+        fetched, offset, fetches = 0, 0, 0
+        while offset < records:
+            part = fetch(client, TOPIC, offset).responses[0].partitions[0]
+            fetches += 1
+            fetched += len(part.records)
+            offset = part.high_watermark
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        bg.join(30)
+    text = scrape(broker)
+    after = samples(text)
+
+    def delta(name, **labels):
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert delta("kafka_server_brokertopicmetrics_bytesin_total", topic=TOPIC) == sent_bytes
+    assert delta("kafka_server_brokertopicmetrics_messagesin_total", topic=TOPIC) == records
+    assert delta("kafka_server_brokertopicmetrics_totalproducerequests_total", topic=TOPIC) == requests
+    assert delta("kafka_server_brokertopicmetrics_bytesout_total", topic=TOPIC) == fetched == sent_bytes
+    assert delta("kafka_server_brokertopicmetrics_totalfetchrequests_total", topic=TOPIC) == fetches
+    assert delta("kafka_server_brokertopicmetrics_failedproducerequests_total", topic=TOPIC) == 0
+    # all topics: at least this topic and the background clients' one
+    assert delta("kafka_server_brokertopicmetrics_bytesin_total") > sent_bytes
+    assert value(after, "kafka_server_brokertopicmetrics_bytesin_total", topic="metered-bg") > 0
+    # requests by API and version: our Produce v9 and Fetch v11 (the background clients use other versions)
+    assert delta("kafka_network_requestmetrics_requests_total", request="Produce", version="9") == requests
+    assert delta("kafka_network_requestmetrics_requests_total", request="FetchConsumer", version="11") == fetches
+    for hist in ("totaltimems", "requestqueuetimems", "localtimems", "remotetimems", "responsesendtimems"):
+        name = f"kafka_network_requestmetrics_{hist}"
+        count = value(after, name + "_count", request="Produce")
+        assert count >= requests
+        assert value(after, name + "_bucket", request="Produce", le="+Inf") == count
+        assert value(after, name + "_sum", request="Produce") >= 0
+    assert value(after, "kafka_network_requestmetrics_totaltimems_sum", request="Produce") > 0
+    # gauges computed at scrape time
+    assert value(after, "kafka_log_log_size", topic=TOPIC, partition="0") == sent_bytes
+    assert value(after, "kafka_log_log_logendoffset", topic=TOPIC, partition="0") == records
+    assert value(after, "kafka_log_log_logstartoffset", topic=TOPIC, partition="0") == 0
+    assert value(after, "kafka_server_replicamanager_partitioncount") >= 2
+    assert value(after, "kafka_server_replicamanager_leadercount") == value(after,
+                                                                            "kafka_server_replicamanager_partitioncount")
+    assert value(after, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+    assert value(after, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+    assert value(after, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+    assert value(after, "kafka_server_socket_server_metrics_connections", listener="PLAINTEXT") >= 1
+    assert 0 <= value(after, "kafka_network_socketserver_networkprocessoravgidlepercent") <= 1
+    assert value(after, "kafka_coordinator_group_groupmetadatamanager_numgroups") >= 1
+    assert ("kafka_server_delayedoperationpurgatory_purgatorysize",
+            frozenset({("delayed_operation", "Fetch")})) in after
+    # scraped during the run, every counter only grew
+    assert len(scrapes) >= 3
+    runs = [samples(t) for t in scrapes]
+    for earlier, later in zip(runs, runs[1:]):
+        key = ("kafka_server_brokertopicmetrics_bytesin_total", frozenset())
+        assert later[key] >= earlier[key]
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus; interop/setup.sh does)")
+    check = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_only_metrics_is_served(broker):
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(broker.metrics_url.replace("/metrics", "/other"), timeout=10)
+    assert e.value.code == 404
+
+
+def test_off_unless_configured_and_a_bad_listener_is_refused(tmp_path):
+    async def scenario():
+        b = Broker(BrokerConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)}))
+        await b.start()
+        try:
+            assert b.prometheus is None and b.request_channel.metrics is None   # nothing timed, nothing served
+        finally:
+            await b.stop()
+    asyncio.run(scenario())
+    for bad in ("tcp://127.0.0.1:9", "http://127.0.0.1", "http://127.0.0.1:x", "http://h:1/path"):
+        with pytest.raises(ConfigError, match="must be http://HOST:PORT"):
+            BrokerConfig.from_properties({"prometheus.listener": bad})
+
+
+def test_replica_manager_gauges_follow_the_partitions_isr(tmp_path):
+    """UnderReplicatedPartitions / UnderMinIsrPartitionCount / AtMinIsrPartitionCount come from each
+    leader's ISR against its replicas and min.insync.replicas, as the controller sets them."""
+    from test_replica_manager import ME, OTHER, T, run
+
+    async def scenario(h):
+        state = PartitionState
+        h.rm.become_leader_or_follower(T, b"\x01" * 16, {
+            0: state(ME, 0, (ME,), (ME, OTHER)),             # leader, a follower out of the ISR
+            1: state(ME, 0, (ME, OTHER), (ME, OTHER)),       # leader, full ISR (= min.insync.replicas)
+            2: state(OTHER, 0, (OTHER,), (ME, OTHER))})      # follower: the leader counts it, not us
+        before = replica_manager_gauges(partition_states(h.rm))
+        h.rm.become_leader_or_follower(T, b"\x01" * 16, {0: state(ME, 1, (ME, OTHER), (ME, OTHER))})
+        return before, replica_manager_gauges(partition_states(h.rm))
+
+    before, after = run(tmp_path, scenario, **{"min.insync.replicas": 2})
+    assert before == {"partitioncount": 3, "leadercount": 2, "underreplicatedpartitions": 1,
+                      "underminisrpartitioncount": 1, "atminisrpartitioncount": 1, "offlinereplicacount": 0}
+    assert after == dict(before, underreplicatedpartitions=0, underminisrpartitioncount=0, atminisrpartitioncount=2)
