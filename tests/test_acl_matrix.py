@@ -10,6 +10,8 @@ wildcards, super users) have their own tests at the end.
 """
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from secure_broker import (
     ADMIN,
@@ -39,6 +41,8 @@ from secure_broker import (
 )
 
 from kafka_compat.protocol.errors import ErrorCode
+from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kafka_compat.protocol.messages.create_acls import CreateAclsRequest
@@ -55,8 +59,10 @@ from kafka_compat.protocol.messages.describe_groups import DescribeGroupsRequest
 from kafka_compat.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from kafka_compat.protocol.messages.describe_producers import DescribeProducersRequest
 from kafka_compat.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from kafka_compat.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kafka_compat.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from kafka_compat.protocol.messages.elect_leaders import ElectLeadersRequest
+from kafka_compat.protocol.messages.end_txn import EndTxnRequest
 from kafka_compat.protocol.messages.fetch import FetchRequest
 from kafka_compat.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kafka_compat.protocol.messages.heartbeat import HeartbeatRequest
@@ -66,6 +72,7 @@ from kafka_compat.protocol.messages.join_group import JoinGroupRequest
 from kafka_compat.protocol.messages.leave_group import LeaveGroupRequest
 from kafka_compat.protocol.messages.list_groups import ListGroupsRequest
 from kafka_compat.protocol.messages.list_offsets import ListOffsetsRequest
+from kafka_compat.protocol.messages.list_transactions import ListTransactionsRequest
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.protocol.messages.offset_commit import OffsetCommitRequest
 from kafka_compat.protocol.messages.offset_delete import OffsetDeleteRequest
@@ -73,6 +80,8 @@ from kafka_compat.protocol.messages.offset_fetch import OffsetFetchRequest
 from kafka_compat.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from kafka_compat.protocol.messages.produce import ProduceRequest
 from kafka_compat.protocol.messages.sync_group import SyncGroupRequest
+from kafka_compat.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from kafka_compat.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kafka_compat.protocol.primitives import ZERO_UUID
 from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.protocol.sasl import ScramMechanism
@@ -302,7 +311,7 @@ async def find_coordinator(ctx: Ctx):
     r = await ctx.call(10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]))
     assert (r.coordinators[0].error_code, r.coordinators[0].node_id) == (0, 0)
     r = await ctx.call(10, 2, FindCoordinatorRequest(key_type=1, key=txn))
-    assert r.error_code == E.COORDINATOR_NOT_AVAILABLE               # authorized; no transaction coordinator
+    assert (r.error_code, r.node_id) == (0, 0)
 
 
 @case(11, 12, 13, 14)
@@ -517,7 +526,168 @@ async def init_producer_id(ctx: Ctx):
     r = await ctx.call(22, 4, idempotent)
     assert r.error_code == 0 and r.producer_id >= 0
     await ctx.grant(WRITE, f"{ctx.name}-txn", TRANSACTIONAL_ID)
-    assert (await ctx.call(22, 4, transactional)).error_code == E.NOT_COORDINATOR   # authorized; no transactions
+    r = await until_settled(lambda: ctx.call(22, 4, transactional))
+    assert r.error_code == 0 and r.producer_epoch == 0
+
+
+# -- transactions ------------------------------------------------------------------------------
+
+async def until_settled(call):
+    """A transactional call again while the coordinator is loading or finishing the last transaction."""
+    for _ in range(400):
+        r = await call()
+        if getattr(r, "error_code", 0) not in (E.COORDINATOR_LOAD_IN_PROGRESS, E.CONCURRENT_TRANSACTIONS):
+            return r
+        await asyncio.sleep(0.05)
+    raise AssertionError("the transaction coordinator stayed busy")
+
+
+async def admin_txn(ctx: Ctx, txn_id: str, topic: str | None = None) -> tuple[int, int]:
+    """As admin: the id's producer id and epoch, with ``topic``'s partition 0 in an ongoing transaction."""
+    r = await until_settled(lambda: ctx.admin.call(22, 4, InitProducerIdRequest(transactional_id=txn_id,
+                                                                                transaction_timeout_ms=60000)))
+    assert r.error_code == 0
+    if topic is not None:
+        added = await ctx.admin.call(24, 3, add_partitions_body(txn_id, r.producer_id, r.producer_epoch, topic))
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    return r.producer_id, r.producer_epoch
+
+
+def add_partitions_body(txn_id: str, pid: int, epoch: int, topic: str) -> AddPartitionsToTxnRequest:
+    return AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[0])])
+
+
+async def txn_state(ctx: Ctx, txn_id: str):
+    r = await ctx.admin.call(65, 0, DescribeTransactionsRequest(transactional_ids=[txn_id]))
+    return r.transaction_states[0]
+
+
+@case(24)
+async def add_partitions_to_txn(ctx: Ctx):
+    topic, txn = await ctx.topic(), f"{ctx.name}-txn"
+    pid, epoch = await admin_txn(ctx, txn)
+
+    async def add():
+        r = await ctx.call(24, 3, add_partitions_body(txn, pid, epoch, topic))
+        return r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+    assert await add() == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    await ctx.grant(WRITE, txn, TRANSACTIONAL_ID)
+    assert await add() == E.TOPIC_AUTHORIZATION_FAILED
+    assert (await txn_state(ctx, txn)).transaction_state == "Empty"        # nothing was added
+    await ctx.grant(WRITE, topic)
+    assert await add() == 0
+    assert [(t.topic, t.partitions) for t in (await txn_state(ctx, txn)).topics] == [(topic, [0])]
+    verify = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+        transactional_id=txn, producer_id=pid, producer_epoch=epoch, verify_only=True,
+        topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[0])])])
+    r = await ctx.call(24, 4, verify)
+    assert (r.error_code, r.results_by_transaction) == (E.CLUSTER_AUTHORIZATION_FAILED, [])
+    await ctx.grant(9, "kafka-cluster", CLUSTER)                         # CLUSTER_ACTION: brokers only
+    r = await ctx.call(24, 4, verify)
+    assert r.error_code == 0
+    assert r.results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code == 0
+
+
+@case(25)
+async def add_offsets_to_txn(ctx: Ctx):
+    txn, group = f"{ctx.name}-txn", f"{ctx.name}-group"
+    pid, epoch = await admin_txn(ctx, txn)
+    body = AddOffsetsToTxnRequest(transactional_id=txn, producer_id=pid, producer_epoch=epoch, group_id=group)
+    assert (await ctx.call(25, 2, body)).error_code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    await ctx.grant(WRITE, txn, TRANSACTIONAL_ID)
+    assert (await ctx.call(25, 2, body)).error_code == E.GROUP_AUTHORIZATION_FAILED
+    assert (await txn_state(ctx, txn)).transaction_state == "Empty"
+    await ctx.grant(READ, group, GROUP)
+    assert (await ctx.call(25, 2, body)).error_code == 0
+    assert [t.topic for t in (await txn_state(ctx, txn)).topics] == ["__consumer_offsets"]
+
+
+@case(26)
+async def end_txn(ctx: Ctx):
+    topic, txn = await ctx.topic(), f"{ctx.name}-txn"
+    pid, epoch = await admin_txn(ctx, txn, topic)
+    body = EndTxnRequest(transactional_id=txn, producer_id=pid, producer_epoch=epoch, committed=True)
+    assert (await ctx.call(26, 3, body)).error_code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert (await txn_state(ctx, txn)).transaction_state == "Ongoing"
+    await ctx.grant(WRITE, txn, TRANSACTIONAL_ID)
+    assert (await ctx.call(26, 3, body)).error_code == 0
+    assert (await txn_state(ctx, txn)).transaction_state in ("PrepareCommit", "CompleteCommit")
+
+
+@case(27)
+async def write_txn_markers(ctx: Ctx):
+    topic = await ctx.topic()
+    body = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=123456, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+        topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=topic, partition_indexes=[0])])])
+    r = await ctx.call(27, 1, body)
+    assert r.markers[0].topics[0].partitions[0].error_code == E.CLUSTER_AUTHORIZATION_FAILED
+    assert await ctx.offsets(topic) == (0, 0)                         # no marker written
+    await ctx.grant(ALTER, "kafka-cluster", CLUSTER)
+    r = await ctx.call(27, 1, body)
+    assert r.markers[0].topics[0].partitions[0].error_code == 0
+    assert await ctx.offsets(topic) == (0, 1)
+
+
+@case(28)
+async def txn_offset_commit(ctx: Ctx):
+    topic, txn, group = await ctx.topic(records=3), f"{ctx.name}-txn", f"{ctx.name}-group"
+    pid, epoch = await admin_txn(ctx, txn)
+    added = await ctx.admin.call(25, 2, AddOffsetsToTxnRequest(transactional_id=txn, producer_id=pid,
+                                                               producer_epoch=epoch, group_id=group))
+    assert added.error_code == 0
+    body = TxnOffsetCommitRequest(transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch,
+                                  generation_id=-1, member_id="", topics=[
+                                      TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+                                          TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                                              partition_index=0, committed_offset=2)])])
+
+    async def commit():
+        return (await ctx.call(28, 3, body)).topics[0].partitions[0].error_code
+    assert await commit() == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    await ctx.grant(WRITE, txn, TRANSACTIONAL_ID)
+    assert await commit() == E.GROUP_AUTHORIZATION_FAILED
+    await ctx.grant(READ, group, GROUP)
+    assert await commit() == E.TOPIC_AUTHORIZATION_FAILED
+    await ctx.grant(READ, topic)
+    assert await commit() == 0
+    end = EndTxnRequest(transactional_id=txn, producer_id=pid, producer_epoch=epoch, committed=True)
+    assert (await ctx.admin.call(26, 3, end)).error_code == 0
+    for _ in range(400):
+        if await ctx.committed(group, topic) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert await ctx.committed(group, topic) == 2
+
+
+@case(65)
+async def describe_transactions(ctx: Ctx):
+    topic, txn = await ctx.topic(), f"{ctx.name}-txn"
+    await admin_txn(ctx, txn, topic)
+    body = DescribeTransactionsRequest(transactional_ids=[txn])
+    d = (await ctx.call(65, 0, body)).transaction_states[0]
+    assert (d.error_code, d.transaction_state) == (E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "")
+    await ctx.grant(DESCRIBE, txn, TRANSACTIONAL_ID)
+    d = (await ctx.call(65, 0, body)).transaction_states[0]
+    assert (d.error_code, d.transaction_state, d.topics) == (0, "Ongoing", [])     # the topic is not describable
+    await ctx.grant(DESCRIBE, topic)
+    d = (await ctx.call(65, 0, body)).transaction_states[0]
+    assert [(t.topic, t.partitions) for t in d.topics] == [(topic, [0])]
+
+
+@case(66)
+async def list_transactions(ctx: Ctx):
+    txn = f"{ctx.name}-txn"
+    await admin_txn(ctx, txn)
+    body = ListTransactionsRequest(state_filters=[], producer_id_filters=[])
+
+    async def listed():
+        return {s.transactional_id for s in (await ctx.call(66, 0, body)).transaction_states}
+    assert txn not in await listed()
+    await ctx.grant(DESCRIBE, txn, TRANSACTIONAL_ID)
+    assert txn in await listed()
 
 
 # -- configs -----------------------------------------------------------------------------------

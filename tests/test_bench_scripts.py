@@ -65,3 +65,13 @@ def test_security_bench_runs_every_case():
     assert {f"{kind}-1KiB-{case}{suffix}" for kind in ("produce", "consume")
             for case, suffix in (("PLAINTEXT", ""), ("ACL-OFF", ""), ("SSL", ""), ("SSL", "-vs-PLAINTEXT"),
                                  ("SASL_SSL", "-vs-PLAINTEXT"), ("ACL-ON", "-vs-ACL-OFF"))} <= cases
+
+
+def test_transactions_bench_writes_what_it_times():
+    out = subprocess.run([sys.executable, "bench/transactions.py", "--records", "2000", "--rounds", "1",
+                          "--per-txn", "500"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # 2,000 records and a warm-up record each; the transactional side also holds one COMMIT marker per
+    # partition of each of its 4 + 1 transactions (4 partitions, the warm-up's 1)
+    assert "records in the log: {'idempotent': 2001, 'transactional': 2018}" in out.stdout
+    assert "ratio" in out.stdout

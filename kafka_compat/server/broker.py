@@ -28,6 +28,7 @@ from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
 from ..security.stores import SecurityStores, file_security_stores
 from ..security.zk_stores import zk_security_stores
+from ..transaction import TransactionCoordinator
 from ..zk.kafka_zk_client import KafkaZkClient
 from .acl_apis import AclApis
 from .api_versions import ApiVersionsApi
@@ -55,6 +56,8 @@ from .replica_manager import ReplicaManager
 from .sasl_apis import SaslApis
 from .scram_apis import ScramApis
 from .topics import TopicRegistry
+from .transactions import TransactionsApi
+from .write_txn_markers import WriteTxnMarkersApi
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ __all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_vers
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
                    DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi,
-                   SaslApis, AclApis, ScramApis)
+                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
 
 
 def advertised_api_versions() -> dict[int, tuple[int, int]]:
@@ -88,6 +91,9 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.txn_marker_writer: WriteTxnMarkersApi | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
         self.apis: KafkaApis | None = None
         self.authorizer = None
         self.listener_security: dict = {}
@@ -127,6 +133,14 @@ class Broker:
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
         self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
         await self.group_coordinator.startup()
+        self.producer_ids = ProducerIdManager(self.log_dirs[0])
+        # Markers for partitions led here take the WriteTxnMarkers handler's own path.
+        self.txn_marker_writer = WriteTxnMarkersApi(self.replica_manager, self.group_coordinator,
+                                                    self.group_coordinator.clock, AuthHelper(self.authorizer))
+        self.txn_coordinator = TransactionCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
+                                                      self.controller, self.producer_ids,
+                                                      self.txn_marker_writer.write_markers)
+        await self.txn_coordinator.startup()
         self.apis = KafkaApis(self._handlers())
         self.socket_server = SocketServer(
             cfg.listeners, self.apis.handle, self.apis.supported_versions(),
@@ -182,12 +196,13 @@ class Broker:
         auth = AuthHelper(self.authorizer)
         return [
             ApiVersionsApi(advertised_api_versions()),
-            ProduceApi(rm, cache, auth),
+            ProduceApi(rm, cache, auth, self.txn_coordinator.handle_verify_partitions
+                       if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, auth),
             OffsetsApi(rm, auth),
             MetadataApi(cfg, cache, controller, auth),
-            InitProducerIdApi(ProducerIdManager(self.log_dirs[0]), auth),
-            FindCoordinatorApi(self.group_coordinator, cache, auth),
+            InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),
+            FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache, auth),
             GroupsApi(self.group_coordinator, cache, auth),
             CreateTopicsApi(cfg, cache, controller, auth),
             DeleteTopicsApi(cfg, cache, controller, auth),
@@ -200,11 +215,15 @@ class Broker:
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
+            TransactionsApi(self.txn_coordinator, cache, auth),
+            self.txn_marker_writer,
         ]
 
     async def stop(self) -> None:
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if self.txn_coordinator is not None:
+            await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.replica_manager is not None:

@@ -1,8 +1,9 @@
-"""FindCoordinator: which broker coordinates a group (and, later, a transactional id).
+"""FindCoordinator: which broker coordinates a group or a transactional id.
 
-A group's coordinator is the leader of its `__consumer_offsets` partition; the
-group coordinator says which partition and whether it is ready, the MetadataCache
-says where that broker listens for the request's listener.
+A group's coordinator is the leader of its `__consumer_offsets` partition, a
+transactional id's the leader of its `__transaction_state` partition; each
+coordinator says which partition and whether it is ready, the MetadataCache says
+where that broker listens for the request's listener.
 """
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
 class FindCoordinatorApi:
-    def __init__(self, group_coordinator, metadata_cache: MetadataCache, auth: AuthHelper = NO_AUTHORIZER):
+    def __init__(self, group_coordinator, txn_coordinator, metadata_cache: MetadataCache,
+                 auth: AuthHelper = NO_AUTHORIZER):
         self.group_coordinator = group_coordinator
+        self.txn_coordinator = txn_coordinator
         self.metadata_cache = metadata_cache
         self.auth = auth
 
@@ -32,7 +35,7 @@ class FindCoordinatorApi:
         if key_type == GROUP_KEY:
             error, node = self.group_coordinator.find_coordinator(key)
         elif key_type == TRANSACTION_KEY:
-            error, node = ErrorCode.COORDINATOR_NOT_AVAILABLE, -1     # no transaction coordinator yet
+            error, node = self.txn_coordinator.find_coordinator(key)
         else:   # share groups (2) are not implemented; anything else is malformed
             error, node = ErrorCode.INVALID_REQUEST, -1
         if error:

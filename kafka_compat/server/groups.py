@@ -22,8 +22,20 @@ from ..protocol.messages.offset_commit import OffsetCommitResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from ..protocol.messages.offset_fetch import OffsetFetchResponse
 from ..protocol.messages.sync_group import SyncGroupResponse
+from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 from ..protocol.primitives import ZERO_UUID
-from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, DELETE, DESCRIBE, GROUP, NO_AUTHORIZER, READ, TOPIC, AuthHelper
+from .auth_helper import (
+    AUTHORIZED_OPS_NOT_REQUESTED,
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    NO_AUTHORIZER,
+    READ,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+    AuthHelper,
+)
 from .registry import handles
 
 E = ErrorCode
@@ -184,6 +196,59 @@ class GroupsApi:
                 partition_index=index, error_code=errors[(name, index)]))
         return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
+    @handles(28, 0, 4)      # v5 is transaction.version 2 (partitions added implicitly)
+    def handle_txn_offset_commit(self, request):
+        """WRITE on the transactional id and READ on the group fail the whole request; READ on each topic
+        fails its partitions."""
+        req = request.body
+        now = self.group_coordinator.clock()
+        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        errors: dict[tuple[str, int], int] = {}
+        auth = self.auth
+        if not auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+            denied = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not auth.authorize(request, READ, GROUP, req.group_id):
+            denied = E.GROUP_AUTHORIZATION_FAILED
+        else:
+            denied = E.NONE
+        readable = auth.filter_authorized(request, READ, TOPIC, (t.name for t in req.topics))
+        for t in req.topics:
+            topic = self.metadata_cache.get(t.name)
+            for p in t.partitions:
+                if denied or t.name not in readable:
+                    errors[(t.name, p.partition_index)] = denied or E.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                if topic is None or not 0 <= p.partition_index < topic.partitions:
+                    errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                offsets[(t.name, p.partition_index)] = OffsetAndMetadata(
+                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
+        if not offsets:
+            return self._txn_commit_response(request, errors)
+        return self._txn_commit_later(request, errors, offsets)
+
+    async def _txn_commit_later(self, request, errors, offsets):
+        req = request.body
+        errors.update(await _parked(lambda done: self.group_coordinator.handle_txn_commit_offsets(
+            req.group_id, req.producer_id, req.producer_epoch, req.member_id, req.group_instance_id,
+            req.generation_id, offsets, done)))
+        return self._txn_commit_response(request, errors)
+
+    @staticmethod
+    def _txn_commit_response(request, errors) -> TxnOffsetCommitResponse:
+        old = request.api_version < 2
+        topics = []
+        for t in request.body.topics:
+            parts = []
+            for p in t.partitions:
+                error = errors[(t.name, p.partition_index)]
+                if old and error == E.COORDINATOR_LOAD_IN_PROGRESS:
+                    error = E.COORDINATOR_NOT_AVAILABLE     # not known to clients before v2
+                parts.append(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                    partition_index=p.partition_index, error_code=error))
+            topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=t.name, partitions=parts))
+        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=topics)
+
     def _fetch_group(self, request, group_id: str, topics, require_stable: bool, v: int):
         """One group's OffsetFetch answer: (error, [(name, topic_id, [(partition, offset-or-None, error)])]).
 
@@ -195,9 +260,12 @@ class GroupsApi:
             return E.GROUP_AUTHORIZATION_FAILED, []
         if topics is None:
             error, found = coordinator.handle_fetch_offsets(group_id, None, require_stable)
+            unstable = coordinator.unstable_partitions(group_id, [(t, p) for t, p, _ in found]) \
+                if require_stable and not error else ()
             by_name: dict[str, list] = {}
             for t, p, o in found:
-                by_name.setdefault(t, []).append((p, o, E.NONE))
+                by_name.setdefault(t, []).append((p, None, E.UNSTABLE_OFFSET_COMMIT) if (t, p) in unstable
+                                                 else (p, o, E.NONE))
             out = []
             for name, parts in by_name.items():
                 if not auth.authorize(request, DESCRIBE, TOPIC, name):
@@ -220,9 +288,11 @@ class GroupsApi:
                 wanted.extend((name, p) for p in t.partition_indexes)
         error, found = coordinator.handle_fetch_offsets(group_id, wanted, require_stable)
         committed = {(t, p): o for t, p, o in found}
+        unstable = coordinator.unstable_partitions(group_id, wanted) if require_stable and not error else ()
         out = []
         for t, name, terr in resolved:
-            parts = [(p, None if terr else committed.get((name, p)), terr) for p in t.partition_indexes]
+            parts = [(p, None, E.UNSTABLE_OFFSET_COMMIT) if (name, p) in unstable
+                     else (p, None if terr else committed.get((name, p)), terr) for p in t.partition_indexes]
             out.append((name, getattr(t, "topic_id", ZERO_UUID), parts))
         return error, out
 
