@@ -1,6 +1,8 @@
 """Six real clients over every secured listener: SSL, SASL_PLAINTEXT with PLAIN and both SCRAM
-mechanisms, and SASL_SSL. Each produces records and consumes them back; with a wrong password each
-gets an authentication error and never a record.
+mechanisms, and SASL_SSL (SCRAM, and OAUTHBEARER with unsecured JWTs for the broker's unsecured
+validator). Each produces records and consumes them back; with a wrong password each gets an
+authentication error and never a record. With client certificates (mutual TLS) each is the
+principal its certificate's subject maps to.
 
 kafka-python, confluent-kafka, aiokafka, kcat, KafkaJS and the Java client are configured the way
 their users configure them (a PEM CA file to trust the broker; Kafka's sasl.jaas.config for the
@@ -37,6 +39,8 @@ from secure_broker import (  # noqa: E402
 )
 from test_clients import WAIT, unique  # noqa: E402
 
+from kafka_compat.security.oauthbearer import unsecured_jws  # noqa: E402
+
 COUNT = 20
 ALL = 2
 # (listener, mechanism, user): how each client connects
@@ -46,8 +50,9 @@ SETUPS = [
     ("SASL_PLAINTEXT", "SCRAM-SHA-256", "bob"),
     ("SASL_PLAINTEXT", "SCRAM-SHA-512", "carol"),
     ("SASL_SSL", "SCRAM-SHA-512", "bob"),
+    ("SASL_SSL", "OAUTHBEARER", "olivia"),
 ]
-SETUP_IDS = ["ssl", "sasl-plain", "sasl-scram-256", "sasl-scram-512", "sasl-ssl"]
+SETUP_IDS = ["ssl", "sasl-plain", "sasl-scram-256", "sasl-scram-512", "sasl-ssl", "sasl-ssl-oauthbearer"]
 CLIENTS = ["kafka-python", "confluent-kafka", "aiokafka", "kcat", "kafkajs", "java"]
 
 
@@ -63,8 +68,32 @@ def broker(tmp_path_factory):
         b.close()
 
 
-def password(user: str) -> str:
-    return PLAIN_USERS.get(user) or SCRAM_USERS[user]
+def password(user: str) -> str | None:
+    return PLAIN_USERS.get(user) or SCRAM_USERS.get(user)
+
+
+def unsecured_token(user: str) -> str:
+    """An unsecured JWT (alg none) for `user`, valid for an hour: what Kafka's unsecured validator takes."""
+    now = int(time.time())
+    return unsecured_jws({"sub": user, "iat": now, "exp": now + 3600})
+
+
+def kafka_python_token_provider(user: str):
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class Provider(AbstractTokenProvider):
+        def token(self) -> str:
+            return unsecured_token(user)
+    return Provider()
+
+
+def aiokafka_token_provider(user: str):
+    from aiokafka.abc import AbstractTokenProvider
+
+    class Provider(AbstractTokenProvider):
+        async def token(self) -> str:
+            return unsecured_token(user)
+    return Provider()
 
 
 class Setup:
@@ -93,7 +122,10 @@ class Setup:
             conf["ssl.ca.location"] = self.ca
         if self.cert:
             conf.update({"ssl.certificate.location": self.cert, "ssl.key.location": self.key})
-        if self.mechanism:
+        if self.mechanism == "OAUTHBEARER":     # librdkafka makes its own unsecured JWT
+            conf.update({"sasl.mechanism": self.mechanism, "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                         "sasl.oauthbearer.config": f"principal={self.user}"})
+        elif self.mechanism:
             conf.update({"sasl.mechanism": self.mechanism, "sasl.username": self.user, "sasl.password": self.password})
         return conf
 
@@ -103,7 +135,9 @@ class Setup:
             conf["ssl_cafile"] = self.ca
         if self.cert:
             conf.update({"ssl_certfile": self.cert, "ssl_keyfile": self.key})
-        if self.mechanism:
+        if self.mechanism == "OAUTHBEARER":
+            conf.update({"sasl_mechanism": self.mechanism, "sasl_oauth_token_provider": kafka_python_token_provider(self.user)})
+        elif self.mechanism:
             conf.update({"sasl_mechanism": self.mechanism, "sasl_plain_username": self.user,
                          "sasl_plain_password": self.password})
         return conf
@@ -113,7 +147,9 @@ class Setup:
         conf = {"bootstrap_servers": self.bootstrap, "security_protocol": self.protocol}
         if self.tls:
             conf["ssl_context"] = create_ssl_context(cafile=self.ca, certfile=self.cert, keyfile=self.key)
-        if self.mechanism:
+        if self.mechanism == "OAUTHBEARER":
+            conf.update({"sasl_mechanism": self.mechanism, "sasl_oauth_token_provider": aiokafka_token_provider(self.user)})
+        elif self.mechanism:
             conf.update({"sasl_mechanism": self.mechanism, "sasl_plain_username": self.user,
                          "sasl_plain_password": self.password})
         return conf
@@ -124,7 +160,12 @@ class Setup:
             conf += ["ssl.truststore.type=PEM", f"ssl.truststore.location={self.ca}"]
         if self.keystore:
             conf += ["ssl.keystore.type=PEM", f"ssl.keystore.location={self.keystore}"]
-        if self.mechanism:
+        if self.mechanism == "OAUTHBEARER":     # (Kafka's unsecured login handler needs Jackson: see the handler)
+            conf += [f"sasl.mechanism={self.mechanism}",
+                     "sasl.login.callback.handler.class=StaticTokenLoginCallbackHandler",
+                     "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                     f'token="{unsecured_token(self.user)}" principal="{self.user}" lifetimeMs="3600000";']
+        elif self.mechanism:
             module = "plain.PlainLoginModule" if self.mechanism == "PLAIN" else "scram.ScramLoginModule"
             conf += [f"sasl.mechanism={self.mechanism}",
                      f"sasl.jaas.config=org.apache.kafka.common.security.{module} required "
@@ -135,7 +176,9 @@ class Setup:
         out = ["--ssl-ca", self.ca] if self.tls else []
         if self.cert:
             out += ["--ssl-cert", self.cert, "--ssl-key", self.key]
-        if self.mechanism:
+        if self.mechanism == "OAUTHBEARER":
+            out += ["--sasl-mechanism", self.mechanism, "--sasl-oauth-token", unsecured_token(self.user)]
+        elif self.mechanism:
             out += ["--sasl-mechanism", self.mechanism, "--sasl-username", self.user, "--sasl-password", self.password]
         return out
 
@@ -330,8 +373,9 @@ def test_a_wrong_password_is_an_authentication_error_and_no_data(broker, full_to
     setup = Setup(broker, listener, mechanism, user, secret="not-the-password")
     got = []
     with pytest.raises(Exception) as failure:
-        # the Java client fails its first poll once refused, but a JVM on a busy machine needs more than 3 s to get there
-        got = CONSUME[client](setup, full_topic, wait=30 if client == "java" else 3)
+        # the Java client fails its first poll once refused, but a JVM on a busy machine needs more than 3 s to get
+        # there (node too, less so)
+        got = CONSUME[client](setup, full_topic, wait={"java": 30, "kafkajs": 15}.get(client, 3))
     assert got == []
     said = f"{failure.value!r} {failure.value} {caplog.text}"
     assert AUTH_ERROR_TEXT[client] in said, said[-3000:]

@@ -62,7 +62,7 @@ def tls(tmp_path_factory):
 
 
 BROKER_SETTINGS = {
-    "listener.name.sasl_ssl.connections.max.reauth.ms": "2000",
+    "listener.name.sasl_ssl.connections.max.reauth.ms": "3000",
     # the SSL listener asks for a certificate without requiring one, and maps its DN with the DEFAULT rule
     "listener.name.ssl.ssl.client.auth": "requested",
     "listener.name.ssl.ssl.truststore.type": "PEM",
@@ -362,7 +362,8 @@ def test_the_inter_broker_client_logs_in_with_the_listeners_settings(broker, tls
 # -- re-authentication (KIP-368) ----------------------------------------------------------
 
 def test_reauthentication_extends_the_session_and_an_expired_one_is_closed(broker):
-    """SASL_SSL has connections.max.reauth.ms=2000 (listener.name.sasl_ssl.connections.max.reauth.ms)."""
+    """SASL_SSL has connections.max.reauth.ms=3000 (listener.name.sasl_ssl.connections.max.reauth.ms). Each
+    check sits 1.5 s from the session's end it tests, room for a loaded machine's delays."""
     async def go():
         sec = security(broker, "SASL_SSL", "alice", "alice-secret", "PLAIN")
         host, port = broker.bootstrap_for("SASL_SSL").split(":")
@@ -375,13 +376,13 @@ def test_reauthentication_extends_the_session_and_an_expired_one_is_closed(broke
             request = auth.handshake_response(await client.call(17, 1, auth.handshake_request()))
             return await client.call(36, 2, request)
 
-        assert (await login()).session_lifetime_ms == 2000
-        await asyncio.sleep(1.2)
+        assert (await login()).session_lifetime_ms == 3000
+        await asyncio.sleep(1.5)
         again = await login()                          # re-authentication on the live connection
-        assert (again.error_code, again.session_lifetime_ms) == (0, 2000)
-        await asyncio.sleep(1.2)                       # 2.4 s after the first login: alive thanks to the second
+        assert (again.error_code, again.session_lifetime_ms) == (0, 3000)
+        await asyncio.sleep(1.6)                       # 3.1 s after the first login: alive thanks to the second
         assert (await client.call(3, 12, MetadataRequest(topics=[]))).cluster_id
-        await asyncio.sleep(1.2)
+        await asyncio.sleep(3.0)                       # the second session is over
         with pytest.raises((asyncio.IncompleteReadError, ConnectionError)):
             await client.call(3, 12, MetadataRequest(topics=[]))   # expired: closed, not answered
     run(go())
@@ -450,7 +451,10 @@ def test_a_connection_cannot_reuse_a_failed_exchange(broker):
         await client.send(36, 1, SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))
         frames = []
         while True:
-            head = await reader.read(4)
+            try:
+                head = await reader.read(4)
+            except ConnectionResetError:    # the unread second token makes the broker's close a reset
+                break
             if not head:
                 break
             size, = struct.unpack(">i", head)

@@ -56,6 +56,7 @@ const USAGE = `usage: harness.js <command> --bootstrap HOST:PORT [options]
   admin list-topics
   admin describe-group --group G [--topic T]...
 every command: [--ssl-ca PEM-FILE [--ssl-cert PEM-FILE --ssl-key PEM-FILE]] [--sasl-mechanism PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 --sasl-username U --sasl-password P]
+              [--sasl-mechanism OAUTHBEARER --sasl-oauth-token JWT]
               [--reauthentication-threshold-ms MS]`
 
 const CODECS = {
@@ -313,11 +314,19 @@ async function main () {
     ssl: args.has('ssl-ca') ? tls(args) : undefined,
     // KIP-368: log in again this long before the broker's session would end (KafkaJS's default: 10 s)
     reauthenticationThreshold: Number(args.opt('reauthentication-threshold-ms', 10000)),
-    sasl: args.has('sasl-mechanism')
-      ? { mechanism: args.opt('sasl-mechanism').toLowerCase(), username: args.opt('sasl-username'), password: args.opt('sasl-password') }
-      : undefined
+    sasl: args.has('sasl-mechanism') ? sasl(args) : undefined
   })
   return handlers[command](kafka, args)
+}
+
+// SASL options; OAUTHBEARER sends the token given (an unsecured JWT, for the broker's unsecured validator)
+function sasl (args) {
+  const mechanism = args.opt('sasl-mechanism').toLowerCase()
+  if (mechanism === 'oauthbearer') {
+    const value = args.opt('sasl-oauth-token')
+    return { mechanism, oauthBearerProvider: async () => ({ value }) }
+  }
+  return { mechanism, username: args.opt('sasl-username'), password: args.opt('sasl-password') }
 }
 
 // TLS options: the CA to trust, and the client's own certificate when the broker asks for one
