@@ -17,6 +17,8 @@ from operator import ge, gt, lt
 
 from kafka_compat.protocol.batch_header import NO_TIMESTAMP
 
+from .open_files import open_fd
+
 INT32_MAX = (1 << 31) - 1
 
 
@@ -47,34 +49,69 @@ class _Index:
     KEY = 0      # field searched by lookup()
     OFFSET = 0   # field holding the relative offset
 
-    def __init__(self, path: str, base_offset: int, max_index_size: int):
+    def __init__(self, path: str, base_offset: int, max_index_size: int, on_map=None):
         self.path = path
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self._lock = threading.Lock()
         self._mm = None
+        #: called whenever the file gets mapped, so the open-files budget counts its segment
+        self._on_map = on_map
         size = self.ENTRY.size
-        created = not os.path.exists(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if created:
-                if max_index_size < size:
-                    raise ValueError(f"invalid max index size {max_index_size}")
-                os.ftruncate(fd, max_index_size - max_index_size % size)
-            self._length = os.fstat(fd).st_size
-            if self._length:
-                self._mm = _map(fd, self._length)
-        finally:
-            os.close(fd)
+            self._length = os.stat(path).st_size
+            created = False
+        except FileNotFoundError:
+            if max_index_size < size:
+                raise ValueError(f"invalid max index size {max_index_size}") from None
+            created = True
+            self._length = max_index_size - max_index_size % size
+        #: whether the file exists: a new index creates it at its first mapping, so a partition
+        #: that never gets an entry never pays for creating two files it does not need
+        self.on_disk = not created
         self.max_entries = self._length // size
         # A pre-existing file is taken as valid to its end (Kafka does the same); recovery
         # rebuilds the indexes of every segment it checks.
         self.entries = 0 if created else self.max_entries
         self._after_entries_change()
 
+    def _mapped(self) -> mmap.mmap:
+        """The mapping, made now if the file is not mapped (first use, or released by the budget)."""
+        with self._lock:
+            mm = self._mm
+            if mm is None:
+                fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
+                if not self.on_disk:
+                    os.ftruncate(fd, self._length)
+                    self.on_disk = True
+                mm = self._mm = _map(fd, self._length)
+                del fd
+        if self._on_map is not None:
+            self._on_map()
+        return mm
+
+    def unmap(self) -> None:
+        """Let the mapping go (its dirty pages stay in the page cache); a reader holding it keeps it."""
+        with self._lock:
+            self._mm = None
+
     # -- helpers -----------------------------------------------------------------
     def _entry(self, n: int) -> tuple:
-        return self.ENTRY.unpack_from(self._mm, n * self.ENTRY.size)
+        return self.ENTRY.unpack_from(self._mm or self._mapped(), n * self.ENTRY.size)
+
+    def _last_raw(self) -> tuple:
+        """The last entry, read without mapping the file when it is not mapped (loading a log maps
+        nothing, so an idle partition costs no mapping)."""
+        n = self.entries - 1
+        if self._mm is not None:
+            return self._entry(n)
+        step = self.ENTRY.size
+        fd = open_fd(self.path, os.O_RDONLY)
+        raw = os.pread(fd, step, n * step)
+        del fd
+        if len(raw) < step:
+            raise CorruptIndexError(f"{self.path}: shorter than its entries")
+        return self.ENTRY.unpack(raw)
 
     def _after_entries_change(self) -> None:
         """Refresh cached facts about the last entry."""
@@ -85,7 +122,7 @@ class _Index:
         if n == 0:
             return -1
         unpack = self.ENTRY.unpack_from
-        mm, step = self._mm, self.ENTRY.size
+        mm, step = self._mm or self._mapped(), self.ENTRY.size
         if unpack(mm, 0)[field] > target:
             return -1
         lo, hi = 0, n - 1
@@ -114,26 +151,35 @@ class _Index:
 
     # -- file management ---------------------------------------------------------------
     def resize(self, new_size: int) -> bool:
-        """Set the file length to ``new_size`` rounded down to whole entries; remap."""
+        """Set the file length to ``new_size`` rounded down to whole entries; map again when next used."""
         step = self.ENTRY.size
         rounded = new_size - new_size % step
         with self._lock:
             if rounded == self._length:
                 return False
-            old = self._mm
-            fd = os.open(self.path, os.O_RDWR)
-            try:
+            if self.on_disk:
+                fd = open_fd(self.path, os.O_RDWR)
                 os.ftruncate(fd, rounded)
-                self._mm = _map(fd, rounded) if rounded else None
-            finally:
-                os.close(fd)
-            if old is not None:
-                old.close()
+                del fd
+            self._mm = None
             self._length = rounded
             self.max_entries = rounded // step
             self.entries = min(self.entries, self.max_entries)
             self._after_entries_change()
             return True
+
+    def create_file(self) -> None:
+        """Write the file out (trimmed to its entries) if it was never created: a segment holding
+        records keeps both index files, as Kafka's do, so loading it needs no rebuild."""
+        with self._lock:
+            if self.on_disk:
+                return
+            fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
+            self._length = self.entries * self.ENTRY.size
+            os.ftruncate(fd, self._length)
+            del fd
+            self.max_entries = self.entries
+            self.on_disk = True
 
     def trim_to_valid_size(self) -> None:
         self.resize(self.entries * self.ENTRY.size)
@@ -164,12 +210,9 @@ class _Index:
                 self._mm.flush()
 
     def close(self, trim: bool = True) -> None:
-        if trim and self._mm is not None:
+        if trim and self.on_disk:
             self.trim_to_valid_size()
-        with self._lock:
-            if self._mm is not None:
-                self._mm.close()
-                self._mm = None
+        self.unmap()
 
     def rename(self, new_path: str) -> None:
         if os.path.exists(self.path):
@@ -199,7 +242,7 @@ class _Index:
         if not n:
             return None
         fields = self.ENTRY.format.lstrip(">")
-        flat = struct.unpack_from(">" + fields * n, self._mm, 0)
+        flat = struct.unpack_from(">" + fields * n, self._mm or self._mapped(), 0)
         return [flat[i:: len(fields)] for i in range(len(fields))]
 
 
@@ -211,7 +254,7 @@ class OffsetIndex(_Index):
     OFFSET = 0
 
     def _after_entries_change(self) -> None:
-        self.last_offset = self.base_offset + self._entry(self.entries - 1)[0] if self.entries else self.base_offset
+        self.last_offset = self.base_offset + self._last_raw()[0] if self.entries else self.base_offset
 
     def append(self, offset: int, position: int) -> None:
         n = self.entries
@@ -222,7 +265,7 @@ class OffsetIndex(_Index):
         rel = offset - self.base_offset
         if rel < 0 or rel > INT32_MAX:
             raise OverflowError(f"offset {offset} does not fit an index based at {self.base_offset}")
-        _OFFSET_ENTRY.pack_into(self._mm, n * 8, rel, position)
+        _OFFSET_ENTRY.pack_into(self._mm or self._mapped(), n * 8, rel, position)
         self.entries = n + 1
         self.last_offset = offset
 
@@ -266,7 +309,7 @@ class TimeIndex(_Index):
 
     def _after_entries_change(self) -> None:
         if self.entries:
-            self.last_entry = self.entry(self.entries - 1)
+            self.last_entry = self._decode(self._last_raw())
         else:
             self.last_entry = (NO_TIMESTAMP, self.base_offset)
 
@@ -282,7 +325,7 @@ class TimeIndex(_Index):
         if n and offset < last_offset:
             raise ValueError(f"time index offset {offset} below the last one {last_offset}")
         if timestamp > last_ts and n < self.max_entries:
-            _TIME_ENTRY.pack_into(self._mm, n * 12, timestamp, self.relative(offset))
+            _TIME_ENTRY.pack_into(self._mm or self._mapped(), n * 12, timestamp, self.relative(offset))
             self.entries = n + 1
             self.last_entry = (timestamp, offset)
 

@@ -26,6 +26,7 @@ from .fallocate import release_past_end, reserve_past_end
 from .file_records import iter_file_batches, read_batch_header
 from .index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
 from .log_config import LogConfig
+from .open_files import POOL, SegmentFd, open_fd
 from .transaction_index import TransactionIndex
 
 log = logging.getLogger(__name__)
@@ -72,18 +73,21 @@ class LogSegment:
         self.created_ms = now_ms() if created_ms is None else created_ms
         log_path, index_path, time_path = segment_paths(directory, base_offset, suffix)
         self.log_path = log_path
+        self.recently_used = True
+        self.closed = False
         existed = os.path.exists(log_path)
-        self.fd = os.open(log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        self._fd: SegmentFd | None = open_fd(log_path, os.O_RDWR | os.O_CREAT)
+        self.size = os.fstat(self._fd).st_size
         self._preallocated = False
         if not existed and config.preallocate and active:
             os.posix_fallocate(self.fd, 0, config.segment_bytes)
             self._preallocated = True
         # blocks are reserved up to here (fallocate.reserve_past_end)
         self._reserved_to = config.segment_bytes if self._preallocated else self.size
-        self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
-        self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes)
-        self.txn_index = TransactionIndex(txn_index_path(directory, base_offset, suffix), base_offset)
+        self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes, self._note_open)
+        self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes, self._note_open)
+        self.txn_index = TransactionIndex(txn_index_path(directory, base_offset, suffix), base_offset,
+                                          self._note_open)
         self.bytes_since_last_index_entry = 0
         self.rolling_based_timestamp: int | None = None
         ts, ts_offset = self.time_index.last_entry
@@ -91,8 +95,34 @@ class LogSegment:
         self.offset_of_max_timestamp_so_far = ts_offset if ts >= 0 else -1
         self.next_offset = base_offset  # set by the loader (read_next_offset) or by appends
         self.max_offset = base_offset + INT32_MAX   # offsets past it do not fit 32-bit relative offsets
-        self.closed = False
         self.refresh_roll_limits()
+        POOL.opened(self)
+
+    # -- open files (storage/open_files.py) -------------------------------------------
+    @property
+    def fd(self) -> SegmentFd:
+        """The ``.log`` descriptor, opened again if the open-files budget let it go."""
+        self.recently_used = True
+        fd = self._fd
+        if fd is None:
+            fd = self._fd = open_fd(self.log_path, os.O_RDWR)
+            if not self.closed:      # a closed segment's late reader gets a descriptor outside the budget
+                POOL.opened(self)
+        return fd
+
+    def _note_open(self) -> None:
+        """An index of this segment was mapped or opened: count the segment as open."""
+        self.recently_used = True
+        if self._fd is None and not self.closed:
+            self._fd = open_fd(self.log_path, os.O_RDWR)
+            POOL.opened(self)
+
+    def release_files(self) -> None:
+        """Drop the descriptor and index mappings (each closes when its last user lets go)."""
+        self._fd = None
+        self.offset_index.unmap()
+        self.time_index.unmap()
+        self.txn_index.release()
 
     # -- writing -------------------------------------------------------------------
     def append(self, data, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int) -> None:
@@ -188,7 +218,13 @@ class LogSegment:
         self._seal()
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+        self._create_index_files()
         self.refresh_roll_limits()
+
+    def _create_index_files(self) -> None:
+        if self.size:
+            self.offset_index.create_file()
+            self.time_index.create_file()
 
     def make_active(self) -> None:
         """Give a reopened last segment room to grow its indexes again."""
@@ -257,8 +293,10 @@ class LogSegment:
 
     def set_last_modified(self, ms: int) -> None:
         ns = ms * 1_000_000
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
-            os.utime(path, ns=(ns, ns))
+        os.utime(self.log_path, ns=(ns, ns))
+        for index in (self.offset_index, self.time_index):
+            if index.on_disk:
+                os.utime(index.path, ns=(ns, ns))
 
     # -- recovery ------------------------------------------------------------------
     def sanity_check(self) -> None:
@@ -404,17 +442,21 @@ class LogSegment:
         self._seal()
         self.offset_index.close()
         self.time_index.close()
+        self._create_index_files()
         self.txn_index.close()
-        os.close(self.fd)
+        self._fd = None
         self.closed = True
+        POOL.closed(self)
 
     def delete(self) -> None:
         """Remove the files now (the caller already waited file.delete.delay.ms)."""
         if not self.closed:
             self.offset_index.delete()
             self.time_index.delete()
-            os.close(self.fd)
+            # the descriptor stays with this object: a reader still holding the segment (an older
+            # segment list) reads the unlinked file through it, and it closes when they let go
             self.closed = True
+            POOL.closed(self)
         self.txn_index.delete()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             try:

@@ -18,7 +18,7 @@ from typing import Callable
 
 from kafka_compat.storage.validator import COORDINATOR
 
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.consumer_offsets import GroupMetadataValue
 from ..protocol.records import ControlRecordType, batches, build_batch, control_record_type
 from .coordinator_records import (
@@ -185,6 +185,9 @@ class GroupMetadataManager:
                    "segment.bytes": str(self.segment_bytes)}
         try:
             self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, 1, configs)
+        except KafkaError as e:   # e.g. KAFKA_STORAGE_ERROR: the disk is full; the message says so
+            log.error("cannot create %s: %s", GROUP_METADATA_TOPIC_NAME, e)
+            return False
         except Exception:
             log.exception("cannot create %s", GROUP_METADATA_TOPIC_NAME)
             return False
