@@ -9,10 +9,12 @@ active, which is also how a reopened index knows its entry count.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import struct
 import threading
+import weakref
 from operator import ge, gt, lt
 
 from kafka_compat.protocol.batch_header import NO_TIMESTAMP
@@ -26,18 +28,44 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
 
-def _map(fd: int, length: int) -> mmap.mmap:
-    """Map an index file for random access.
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_libc.msync.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_MAP_FAILED = ctypes.c_void_p(-1).value
+_MS_SYNC = 4
+
+
+def _map(fd: int, length: int):
+    """Map an index file for random access; the mapping needs no descriptor once made.
+
+    Python's mmap keeps a duplicate of the file's descriptor for as long as the map lives,
+    which would cost an index two descriptors where Kafka's cost none; the map is made with
+    libc instead and handed out as a ctypes array (struct packs and unpacks it in place), and
+    it is unmapped when the last reference to it (or to a memoryview of it) goes.
 
     A new index is a sparse file, and a page fault on a file mapping reads ahead
     (device read_ahead_kb, 8 MiB on some VMs): the first entry would fill the
     page cache with megabytes of zeroes for every index, a third of a small
     segment's own size. Entries are appended a page at a time and looked up by
-    binary search, so one page per fault is all an index ever needs.
+    binary search, so one page per fault is all an index ever needs (MADV_RANDOM).
     """
-    mm = mmap.mmap(fd, length)
-    mm.madvise(mmap.MADV_RANDOM)
-    return mm
+    addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+    if addr in (None, _MAP_FAILED):
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    _libc.madvise(addr, length, mmap.MADV_RANDOM)
+    buf = (ctypes.c_char * length).from_address(addr)
+    weakref.finalize(buf, _libc.munmap, addr, length)
+    return buf
+
+
+def _msync(buf) -> None:
+    if _libc.msync(ctypes.addressof(buf), len(buf), _MS_SYNC):
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
 
 
 class CorruptIndexError(Exception):
@@ -75,7 +103,7 @@ class _Index:
         self.entries = 0 if created else self.max_entries
         self._after_entries_change()
 
-    def _mapped(self) -> mmap.mmap:
+    def _mapped(self):
         """The mapping, made now if the file is not mapped (first use, or released by the budget)."""
         with self._lock:
             mm = self._mm
@@ -207,7 +235,7 @@ class _Index:
     def flush(self) -> None:
         with self._lock:
             if self._mm is not None:
-                self._mm.flush()
+                _msync(self._mm)
 
     def close(self, trim: bool = True) -> None:
         if trim and self.on_disk:
