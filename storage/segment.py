@@ -244,8 +244,20 @@ class LogSegment:
     def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset``, found from the index then scanned."""
         end = self.size if end is None else end
-        _, position = self.offset_index.lookup(offset)
-        for info in iter_file_batches(self.fd, position, end):
+        entry_offset, position = self.offset_index.lookup(offset)
+        fd = self.fd
+        if position:
+            # an index entry must lead to a batch at or below its offset; one that does not (a
+            # damaged index a clean shutdown vouched for) is not followed: scan from the start
+            try:
+                first = read_batch_header(fd, position, end)
+            except ValueError:
+                first = None
+            if first is None or not self.base_offset <= first.base_offset <= entry_offset:
+                log.warning("%s: index entry (%d, %d) does not point at a batch; scanning the segment",
+                            self.offset_index.path, entry_offset, position)
+                position = 0
+        for info in iter_file_batches(fd, position, end):
             if info.last_offset >= offset:
                 return info
         return None
@@ -306,14 +318,45 @@ class LogSegment:
         index entry must point at the start of a batch holding its offset.
         """
         self.offset_index.sanity_check(self.size)
+        position = 0
         if self.offset_index.entries:
             last_offset, position = self.offset_index.entry(self.offset_index.entries - 1)
-            info = read_batch_header(self.fd, position, self.size)
+            try:
+                info = read_batch_header(self.fd, position, self.size)
+            except ValueError:
+                info = None
             if info is None or info.last_offset < last_offset or info.base_offset > last_offset:
                 raise CorruptIndexError(f"{self.offset_index.path}: last entry does not point at its batch")
-        self.next_offset = self.read_next_offset()
+        self.next_offset = self._check_tail(position)
         self.time_index.sanity_check(self.next_offset)
         self.txn_index.sanity_check()
+        for txn in self.txn_index.all_aborted_txns():
+            # each entry names the ABORT marker of its producer in this segment
+            marker = self.translate_offset(txn.last_offset)
+            if marker is None or marker.base_offset != txn.last_offset or marker.producer_id != txn.producer_id \
+                    or not marker.attributes & CONTROL_FLAG_MASK or txn.first_offset > txn.last_offset:
+                raise CorruptIndexError(f"{self.txn_index.path}: {txn} does not name an abort marker of the log")
+
+    def _check_tail(self, position: int) -> int:
+        """The offset after the last batch, checking every batch from ``position`` (the last index
+        entry: at most index.interval.bytes and a batch) whole, in order and with a valid checksum,
+        up to the exact end of the file; CorruptIndexError (so recovery runs) otherwise."""
+        next_offset, end = self.base_offset, self.size
+        fd = self.fd
+        while position < end:
+            try:
+                info = read_batch_header(fd, position, end)
+            except ValueError as exc:
+                raise CorruptIndexError(f"{self.log_path}: invalid batch at {position}: {exc}") from None
+            if info is None or position + info.size > end:
+                raise CorruptIndexError(f"{self.log_path}: torn batch at {position}")
+            if info.base_offset < next_offset or info.last_offset < info.base_offset:
+                raise CorruptIndexError(f"{self.log_path}: offsets out of order at {position}")
+            if not crc_valid(os.pread(fd, info.size, position), 0, info.size):
+                raise CorruptIndexError(f"{self.log_path}: checksum mismatch at {position}")
+            next_offset = info.last_offset + 1
+            position += info.size
+        return next_offset
 
     def recover(self) -> int:
         """Check every batch, rebuild both indexes, cut the file at the first invalid byte.

@@ -154,6 +154,10 @@ class UnifiedLog:
                          if cache.latest_epoch is None or e[0] > cache.latest_epoch)
         cache.truncate_from_end(end)
         cache.truncate_from_start(start)
+        if end > start and not self._epochs_fit_log():
+            self._rebuild_leader_epochs()
+            cache.truncate_from_end(end)
+            cache.truncate_from_start(start)
         # Recovery emptied the transaction indexes it rebuilt; the ones of segments holding
         # markers are written again by replaying from a snapshot at or below them.
         rebuild = {s.base_offset for s in recovered if s.recovered_markers}
@@ -169,6 +173,42 @@ class UnifiedLog:
         if replay_from < end:
             self._replay(replay_from, end, rebuild)
             psm.take_snapshot(end)
+
+    def _batch_from(self, offset: int):
+        segment = self._local.segment_for(offset)
+        return segment.translate_offset(offset) if segment is not None else None
+
+    def _epochs_fit_log(self) -> bool:
+        """Whether the epoch cache can describe this log, from a few batch headers: the latest epoch
+        is the last batch's, and each entry's start offset begins a batch of at least that epoch
+        (more where compaction removed its first ones) that follows a batch of a lower one. A
+        checkpoint damaged into other valid-looking entries (an epoch gone, a start moved) fails."""
+        local = self._local
+        end, start = local.next_offset, local.log_start_offset
+        last_segment = next((s for s in reversed(local.segments) if s.size), None)
+        last = None
+        if last_segment is not None:   # from its last index entry: a bounded scan
+            _, position = last_segment.offset_index.lookup(last_segment.next_offset)
+            for last in last_segment.batches(position):
+                pass
+        if last is None or last.magic < 2 or last.partition_leader_epoch < 0:
+            return True
+        entries = self.leader_epoch_cache.entries
+        if not entries or entries[-1][0] != last.partition_leader_epoch:
+            log.warning("%s: the leader epoch checkpoint does not end with the log's epoch %d",
+                        self.name, last.partition_leader_epoch)
+            return False
+        for epoch, first in entries:
+            if first < start:
+                continue
+            info = self._batch_from(first) if first < end else None
+            before = self._batch_from(first - 1) if first > start else None
+            if info is None or info.base_offset < first or info.partition_leader_epoch < epoch or \
+                    (info.base_offset == first and info.partition_leader_epoch != epoch) or \
+                    (before is not None and before.base_offset < first and before.partition_leader_epoch >= epoch):
+                log.warning("%s: leader epoch %d does not start at offset %d of the log", self.name, epoch, first)
+                return False
+        return True
 
     def _rebuild_leader_epochs(self) -> None:
         """The checkpoint was missing or unreadable: take each epoch's first batch from the log."""
