@@ -198,14 +198,20 @@ class UnifiedLog:
             log.warning("%s: the leader epoch checkpoint does not end with the log's epoch %d",
                         self.name, last.partition_leader_epoch)
             return False
+        previous = -1
         for epoch, first in entries:
+            previous, prior = epoch, previous
             if first < start:
                 continue
             info = self._batch_from(first) if first < end else None
             before = self._batch_from(first - 1) if first > start else None
+            # the batch before an epoch's first is of the entry before (of an older one where
+            # compaction removed that entry's batches)
             if info is None or info.base_offset < first or info.partition_leader_epoch < epoch or \
                     (info.base_offset == first and info.partition_leader_epoch != epoch) or \
-                    (before is not None and before.base_offset < first and before.partition_leader_epoch >= epoch):
+                    (before is not None and before.base_offset < first and (
+                        before.partition_leader_epoch > prior or
+                        (not local.config.compact and before.partition_leader_epoch != prior))):
                 log.warning("%s: leader epoch %d does not start at offset %d of the log", self.name, epoch, first)
                 return False
         return True
