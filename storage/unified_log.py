@@ -175,8 +175,14 @@ class UnifiedLog:
             psm.take_snapshot(end)
 
     def _batch_from(self, offset: int):
-        segment = self._local.segment_for(offset)
-        return segment.translate_offset(offset) if segment is not None else None
+        """The first batch holding ``offset`` or after it (past segments compaction emptied)."""
+        segments = self._local.segments
+        first = max(bisect.bisect_right([s.base_offset for s in segments], offset) - 1, 0)
+        for segment in segments[first:]:
+            info = segment.translate_offset(offset)
+            if info is not None:
+                return info
+        return None
 
     def _epochs_fit_log(self) -> bool:
         """Whether the epoch cache can describe this log, from a few batch headers: the latest epoch
