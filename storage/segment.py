@@ -335,7 +335,7 @@ class LogSegment:
             marker = self.translate_offset(txn.last_offset)
             if marker is None or marker.base_offset != txn.last_offset or marker.producer_id != txn.producer_id \
                     or not marker.attributes & CONTROL_FLAG_MASK or txn.first_offset > txn.last_offset \
-                    or not 0 <= txn.last_stable_offset <= txn.last_offset:
+                    or not 0 <= txn.last_stable_offset <= txn.last_offset + 1:
                 raise CorruptIndexError(f"{self.txn_index.path}: {txn} does not name an abort marker of the log")
 
     def _check_tail(self, position: int) -> int:
