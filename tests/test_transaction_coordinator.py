@@ -307,7 +307,7 @@ def test_transactional_offsets_are_unstable_until_the_commit_marker_and_vanish_o
             out["unstable_read"] = await fetch_offset(c, "g", "in", False)
             out["described"] = await t.describe()
             # an offset-expiry round meanwhile must not drop the group that holds only pending offsets
-            b.group_coordinator.manager.expire_offsets()
+            b.group_coordinator.offsets.expire_offsets()
             out["end"] = await t.end(True)
             await t.settled("CompleteCommit")
             out["after_commit"] = await fetch_offset(c, "g", "in", True)
@@ -338,7 +338,7 @@ def test_transactional_offsets_are_unstable_until_the_commit_marker_and_vanish_o
 
 
 async def _groups_loaded(b) -> bool:
-    return not b.group_coordinator.manager.loading
+    return not b.group_coordinator.runtime.loading
 
 
 # ---------------------------------------------------------------- restart, markers on disk
@@ -493,3 +493,40 @@ def test_a_write_to_a_partition_outside_the_transaction_is_refused_unless_verifi
     off = asyncio.run(scenario(False))
     assert (off["not_added_v9"], off["hw_1"]) == (E.NONE, 2)
     assert off["after_abort"] == E.NONE and off["lso_0"] < off["hw_0"]     # a hanging transaction
+
+
+# ---------------------------------------------------------------- a decided transaction survives a restart
+def test_a_transaction_decided_before_a_restart_gets_its_markers_after_it(tmp_path):
+    async def scenario():
+        out = {}
+        async with running(tmp_path) as b:
+            b.controller.create_topic("t", 1, 1, {})
+            c = await connect(b)
+            t = Txn(c, "decided")
+            await t.init()
+            await t.add("t", 0)
+            await t.produce("t", 0, 2)
+            stalled = asyncio.Event()
+
+            async def never(markers):       # the markers cannot be written before the broker stops
+                stalled.set()
+                await asyncio.Event().wait()
+            b.txn_coordinator.marker_manager.write_local = never
+            out["end"] = await t.end(True)
+            await stalled.wait()
+            out["before"] = await t.describe()
+            out["lso_before"] = await latest(c, "t", 0, 1)
+            await c.close()
+        async with running(tmp_path) as b:
+            c = await connect(b)
+            t = Txn(c, "decided")
+            out["after"] = await t.settled("CompleteCommit")
+            out["lso_after"] = await latest(c, "t", 0, 1)
+            await c.close()
+        return out
+
+    out = asyncio.run(scenario())
+    assert out["end"] == E.NONE                                   # answered once PrepareCommit is durable
+    assert out["before"].transaction_state == "PrepareCommit" and out["lso_before"] == 0
+    assert out["after"].producer_epoch == out["before"].producer_epoch
+    assert out["lso_after"] == 3                                  # the two records and the COMMIT marker
