@@ -64,9 +64,11 @@ class EmbeddedBroker:
     `bootstrap_for(name)`. The default is one PLAINTEXT listener."""
 
     def __init__(self, overrides: dict | None = None, data_dir: str | None = None, port: int | None = None,
-                 python: str | None = None, listeners: dict[str, str] | None = None):
-        """``python``: the interpreter to run the broker with (default: this one), e.g. another checkout's venv."""
+                 python: str | None = None, listeners: dict[str, str] | None = None, preexec_fn=None):
+        """``python``: the interpreter to run the broker with (default: this one), e.g. another checkout's venv.
+        ``preexec_fn``: run in the broker's process before it starts (e.g. to lower RLIMIT_NOFILE)."""
         self.python = python or sys.executable
+        self.preexec_fn = preexec_fn
         self.overrides = dict(overrides or {})
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-")
@@ -95,7 +97,8 @@ class EmbeddedBroker:
         os.makedirs(self.data_dir, exist_ok=True)        # a caller's data_dir need not exist yet
         self._log = open(self.log_path, "ab")
         # run from the data directory: the interpreter's installed kafka_compat, not a folder of the caller's
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.data_dir)
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.data_dir,
+                                     preexec_fn=self.preexec_fn)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

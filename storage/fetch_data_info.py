@@ -30,17 +30,28 @@ class FileSlice(NamedTuple):
     length: int
 
 
+#: a read smaller than this comes back as bytes, not file slices: the fetch path would copy it
+#: anyway (splicing costs more than copying that little), and holding no descriptor lets a fetch
+#: of thousands of small partitions stay within the open-files budget (storage/open_files.py)
+COPY_BELOW_BYTES = 16384
+
+
 class FetchResult(NamedTuple):
     slices: list
     log_start_offset: int
     log_end_offset: int
+    data: bytes | None = None      # the records themselves, for a read below COPY_BELOW_BYTES
 
     @property
     def size(self) -> int:
+        if self.data is not None:
+            return len(self.data)
         return sum(s.length for s in self.slices)
 
     def read_bytes(self) -> bytes:
-        """The slices' bytes (for tests, and TLS where sendfile cannot be used)."""
+        """The records' bytes (for small reads, tests, and TLS where sendfile cannot be used)."""
+        if self.data is not None:
+            return self.data
         return b"".join(os.pread(s.fd, s.length, s.position) for s in self.slices)
 
 

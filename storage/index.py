@@ -9,13 +9,17 @@ active, which is also how a reopened index knows its entry count.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import struct
 import threading
+import weakref
 from operator import ge, gt, lt
 
 from kafka_compat.protocol.batch_header import NO_TIMESTAMP
+
+from .open_files import open_fd
 
 INT32_MAX = (1 << 31) - 1
 
@@ -24,18 +28,44 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
 
-def _map(fd: int, length: int) -> mmap.mmap:
-    """Map an index file for random access.
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_libc.msync.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_MAP_FAILED = ctypes.c_void_p(-1).value
+_MS_SYNC = 4
+
+
+def _map(fd: int, length: int):
+    """Map an index file for random access; the mapping needs no descriptor once made.
+
+    Python's mmap keeps a duplicate of the file's descriptor for as long as the map lives,
+    which would cost an index two descriptors where Kafka's cost none; the map is made with
+    libc instead and handed out as a ctypes array (struct packs and unpacks it in place), and
+    it is unmapped when the last reference to it (or to a memoryview of it) goes.
 
     A new index is a sparse file, and a page fault on a file mapping reads ahead
     (device read_ahead_kb, 8 MiB on some VMs): the first entry would fill the
     page cache with megabytes of zeroes for every index, a third of a small
     segment's own size. Entries are appended a page at a time and looked up by
-    binary search, so one page per fault is all an index ever needs.
+    binary search, so one page per fault is all an index ever needs (MADV_RANDOM).
     """
-    mm = mmap.mmap(fd, length)
-    mm.madvise(mmap.MADV_RANDOM)
-    return mm
+    addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+    if addr in (None, _MAP_FAILED):
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    _libc.madvise(addr, length, mmap.MADV_RANDOM)
+    buf = (ctypes.c_char * length).from_address(addr)
+    weakref.finalize(buf, _libc.munmap, addr, length)
+    return buf
+
+
+def _msync(buf) -> None:
+    if _libc.msync(ctypes.addressof(buf), len(buf), _MS_SYNC):
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
 
 
 class CorruptIndexError(Exception):
@@ -47,34 +77,69 @@ class _Index:
     KEY = 0      # field searched by lookup()
     OFFSET = 0   # field holding the relative offset
 
-    def __init__(self, path: str, base_offset: int, max_index_size: int):
+    def __init__(self, path: str, base_offset: int, max_index_size: int, on_map=None):
         self.path = path
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self._lock = threading.Lock()
         self._mm = None
+        #: called whenever the file gets mapped, so the open-files budget counts its segment
+        self._on_map = on_map
         size = self.ENTRY.size
-        created = not os.path.exists(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if created:
-                if max_index_size < size:
-                    raise ValueError(f"invalid max index size {max_index_size}")
-                os.ftruncate(fd, max_index_size - max_index_size % size)
-            self._length = os.fstat(fd).st_size
-            if self._length:
-                self._mm = _map(fd, self._length)
-        finally:
-            os.close(fd)
+            self._length = os.stat(path).st_size
+            created = False
+        except FileNotFoundError:
+            if max_index_size < size:
+                raise ValueError(f"invalid max index size {max_index_size}") from None
+            created = True
+            self._length = max_index_size - max_index_size % size
+        #: whether the file exists: a new index creates it at its first mapping, so a partition
+        #: that never gets an entry never pays for creating two files it does not need
+        self.on_disk = not created
         self.max_entries = self._length // size
         # A pre-existing file is taken as valid to its end (Kafka does the same); recovery
         # rebuilds the indexes of every segment it checks.
         self.entries = 0 if created else self.max_entries
         self._after_entries_change()
 
+    def _mapped(self):
+        """The mapping, made now if the file is not mapped (first use, or released by the budget)."""
+        with self._lock:
+            mm = self._mm
+            if mm is None:
+                fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
+                if not self.on_disk:
+                    os.ftruncate(fd, self._length)
+                    self.on_disk = True
+                mm = self._mm = _map(fd, self._length)
+                del fd
+        if self._on_map is not None:
+            self._on_map()
+        return mm
+
+    def unmap(self) -> None:
+        """Let the mapping go (its dirty pages stay in the page cache); a reader holding it keeps it."""
+        with self._lock:
+            self._mm = None
+
     # -- helpers -----------------------------------------------------------------
     def _entry(self, n: int) -> tuple:
-        return self.ENTRY.unpack_from(self._mm, n * self.ENTRY.size)
+        return self.ENTRY.unpack_from(self._mm or self._mapped(), n * self.ENTRY.size)
+
+    def _last_raw(self) -> tuple:
+        """The last entry, read without mapping the file when it is not mapped (loading a log maps
+        nothing, so an idle partition costs no mapping)."""
+        n = self.entries - 1
+        if self._mm is not None:
+            return self._entry(n)
+        step = self.ENTRY.size
+        fd = open_fd(self.path, os.O_RDONLY)
+        raw = os.pread(fd, step, n * step)
+        del fd
+        if len(raw) < step:
+            raise CorruptIndexError(f"{self.path}: shorter than its entries")
+        return self.ENTRY.unpack(raw)
 
     def _after_entries_change(self) -> None:
         """Refresh cached facts about the last entry."""
@@ -85,7 +150,7 @@ class _Index:
         if n == 0:
             return -1
         unpack = self.ENTRY.unpack_from
-        mm, step = self._mm, self.ENTRY.size
+        mm, step = self._mm or self._mapped(), self.ENTRY.size
         if unpack(mm, 0)[field] > target:
             return -1
         lo, hi = 0, n - 1
@@ -114,26 +179,35 @@ class _Index:
 
     # -- file management ---------------------------------------------------------------
     def resize(self, new_size: int) -> bool:
-        """Set the file length to ``new_size`` rounded down to whole entries; remap."""
+        """Set the file length to ``new_size`` rounded down to whole entries; map again when next used."""
         step = self.ENTRY.size
         rounded = new_size - new_size % step
         with self._lock:
             if rounded == self._length:
                 return False
-            old = self._mm
-            fd = os.open(self.path, os.O_RDWR)
-            try:
+            if self.on_disk:
+                fd = open_fd(self.path, os.O_RDWR)
                 os.ftruncate(fd, rounded)
-                self._mm = _map(fd, rounded) if rounded else None
-            finally:
-                os.close(fd)
-            if old is not None:
-                old.close()
+                del fd
+            self._mm = None
             self._length = rounded
             self.max_entries = rounded // step
             self.entries = min(self.entries, self.max_entries)
             self._after_entries_change()
             return True
+
+    def create_file(self) -> None:
+        """Write the file out (trimmed to its entries) if it was never created: a segment holding
+        records keeps both index files, as Kafka's do, so loading it needs no rebuild."""
+        with self._lock:
+            if self.on_disk:
+                return
+            fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
+            self._length = self.entries * self.ENTRY.size
+            os.ftruncate(fd, self._length)
+            del fd
+            self.max_entries = self.entries
+            self.on_disk = True
 
     def trim_to_valid_size(self) -> None:
         self.resize(self.entries * self.ENTRY.size)
@@ -161,15 +235,12 @@ class _Index:
     def flush(self) -> None:
         with self._lock:
             if self._mm is not None:
-                self._mm.flush()
+                _msync(self._mm)
 
     def close(self, trim: bool = True) -> None:
-        if trim and self._mm is not None:
+        if trim and self.on_disk:
             self.trim_to_valid_size()
-        with self._lock:
-            if self._mm is not None:
-                self._mm.close()
-                self._mm = None
+        self.unmap()
 
     def rename(self, new_path: str) -> None:
         if os.path.exists(self.path):
@@ -199,7 +270,7 @@ class _Index:
         if not n:
             return None
         fields = self.ENTRY.format.lstrip(">")
-        flat = struct.unpack_from(">" + fields * n, self._mm, 0)
+        flat = struct.unpack_from(">" + fields * n, self._mm or self._mapped(), 0)
         return [flat[i:: len(fields)] for i in range(len(fields))]
 
 
@@ -211,7 +282,7 @@ class OffsetIndex(_Index):
     OFFSET = 0
 
     def _after_entries_change(self) -> None:
-        self.last_offset = self.base_offset + self._entry(self.entries - 1)[0] if self.entries else self.base_offset
+        self.last_offset = self.base_offset + self._last_raw()[0] if self.entries else self.base_offset
 
     def append(self, offset: int, position: int) -> None:
         n = self.entries
@@ -222,7 +293,7 @@ class OffsetIndex(_Index):
         rel = offset - self.base_offset
         if rel < 0 or rel > INT32_MAX:
             raise OverflowError(f"offset {offset} does not fit an index based at {self.base_offset}")
-        _OFFSET_ENTRY.pack_into(self._mm, n * 8, rel, position)
+        _OFFSET_ENTRY.pack_into(self._mm or self._mapped(), n * 8, rel, position)
         self.entries = n + 1
         self.last_offset = offset
 
@@ -266,7 +337,7 @@ class TimeIndex(_Index):
 
     def _after_entries_change(self) -> None:
         if self.entries:
-            self.last_entry = self.entry(self.entries - 1)
+            self.last_entry = self._decode(self._last_raw())
         else:
             self.last_entry = (NO_TIMESTAMP, self.base_offset)
 
@@ -282,7 +353,7 @@ class TimeIndex(_Index):
         if n and offset < last_offset:
             raise ValueError(f"time index offset {offset} below the last one {last_offset}")
         if timestamp > last_ts and n < self.max_entries:
-            _TIME_ENTRY.pack_into(self._mm, n * 12, timestamp, self.relative(offset))
+            _TIME_ENTRY.pack_into(self._mm or self._mapped(), n * 12, timestamp, self.relative(offset))
             self.entries = n + 1
             self.last_entry = (timestamp, offset)
 

@@ -121,8 +121,9 @@ def load(directory: str, config: LogConfig, *, recovery_point: int, log_start_of
         kinds = found[base]
         seg = LogSegment(directory, base, config, active=False)
         needs_recovery = recover_from is not None and base >= recover_from
-        if not needs_recovery and (INDEX_SUFFIX not in kinds or TIME_INDEX_SUFFIX not in kinds):
-            needs_recovery = True
+        if not needs_recovery and seg.size and (INDEX_SUFFIX not in kinds or TIME_INDEX_SUFFIX not in kinds):
+            log.warning("%s: rebuilding the indexes of segment %d: index files missing", directory, base)
+            needs_recovery = True   # an empty segment's indexes are created at their first entry
         if not needs_recovery:
             try:
                 seg.sanity_check()

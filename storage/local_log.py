@@ -23,7 +23,7 @@ from kafka_compat.protocol.batch_header import NO_TIMESTAMP, BatchHeader
 from kafka_compat.protocol.errors import ErrorCode, KafkaError
 from kafka_compat.protocol.records import batches as record_views
 
-from .fetch_data_info import FetchDataInfo, FetchResult, FileSlice
+from .fetch_data_info import COPY_BELOW_BYTES, FetchDataInfo, FetchResult, FileSlice
 from .index import INT32_MAX
 from .loader import load
 from .log_config import LogConfig
@@ -279,6 +279,9 @@ class LocalLog:
                 j = bisect.bisect_right(bases, last_segment.base_offset)
                 upper = bases[j] if j < len(bases) else end_offset
             aborted = self.collect_aborted_transactions(offset, upper)
+        if slices and sum(s.length for s in slices) < COPY_BELOW_BYTES:
+            data = b"".join([os.pread(s.fd, s.length, s.position) for s in slices])
+            return FetchDataInfo(fetch_meta, FetchResult([], start_offset, end_offset, data), aborted)
         return FetchDataInfo(fetch_meta, FetchResult(slices, start_offset, end_offset), aborted)
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list:

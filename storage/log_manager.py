@@ -21,6 +21,8 @@ import threading
 import uuid
 from typing import Callable
 
+from kafka_compat.protocol.errors import ErrorCode, KafkaError
+
 from . import checkpoint
 from .cleaner import LogCleaner
 from .log_config import LogConfig
@@ -33,6 +35,7 @@ log = logging.getLogger(__name__)
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 DELETE_DIR_SUFFIX = "-delete"
+CHECKPOINT_BATCH_MS = 100   # how long a change waits for others to share its checkpoint write
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -65,6 +68,11 @@ class LogManager:
         self._logs: dict[tuple[str, int], UnifiedLog] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()
+        self._checkpoints_due: set[str] = set()
+        #: (dir, file) -> the entries last written there; a pass that would write the same skips it
+        self._last_written: dict[tuple[str, str], dict] = {}
+        self.checkpoint_writes = 0   # files written (a figure for tests and operators)
         self.cleaner = LogCleaner(self.logs_by_dir, clock, cleaner_backoff_ms,
                                   upper_bound=cleaner_upper_bound) if cleaner_enabled else None
         self.started = False
@@ -133,6 +141,8 @@ class LogManager:
 
     def next_log_dir(self) -> str:
         """The log dir holding the fewest partitions (ties: the first listed)."""
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
         counts = {d: 0 for d in self.log_dirs}
         for d in self._dir_of.values():
             counts[d] += 1
@@ -145,9 +155,20 @@ class LogManager:
             if lg is not None:
                 return lg
             directory = self.next_log_dir()
-            lg = UnifiedLog(os.path.join(directory, f"{topic}-{partition}"), config or self._topic_config(topic),
-                            had_clean_shutdown=True, scheduler=self.scheduler, clock=self.clock,
-                            producer_id_expiration_ms=self.producer_id_expiration_ms)
+            path = os.path.join(directory, f"{topic}-{partition}")
+            existed = os.path.isdir(path)
+            try:
+                lg = UnifiedLog(path, config or self._topic_config(topic), had_clean_shutdown=True,
+                                scheduler=self.scheduler, clock=self.clock,
+                                producer_id_expiration_ms=self.producer_id_expiration_ms)
+            except OSError as exc:
+                # out of descriptors or disk: this request fails, the broker goes on, and no half-made
+                # directory is left for the next start to trip over
+                if not existed:
+                    shutil.rmtree(path, ignore_errors=True)
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 f"cannot create the log of {topic}-{partition} in {directory}: "
+                                 f"{exc.strerror or exc}") from None
             self._logs[tp] = lg
             self._dir_of[tp] = directory
             return lg
@@ -165,12 +186,27 @@ class LogManager:
             directory = self._dir_of.pop(tp, None)
         if lg is None:
             return
-        lg.close()
+        lg.close(sync=False)   # its files are going: nothing to make durable
         doomed = f"{lg.dir}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         os.rename(lg.dir, doomed)
         self.scheduler.schedule(f"delete-{lg.name}", lambda: shutil.rmtree(doomed, ignore_errors=True),
                                 lg.config.file_delete_delay_ms)
-        self._write_checkpoints(directory)
+        self.schedule_checkpoints(directory)
+
+    def schedule_checkpoints(self, directory: str) -> None:
+        """Write ``directory``'s checkpoints soon on the scheduler thread, once however many changes
+        asked for it meanwhile (deleting a topic of a thousand partitions writes each file once, and
+        never on the caller's thread, which is the broker's event loop)."""
+        with self._lock:
+            if directory in self._checkpoints_due:
+                return
+            self._checkpoints_due.add(directory)
+
+        def write() -> None:
+            with self._lock:
+                self._checkpoints_due.discard(directory)
+            self._write_checkpoints(directory)
+        self.scheduler.schedule(f"checkpoint-{directory}", write, CHECKPOINT_BATCH_MS)
 
     # -- background work ------------------------------------------------------------------
     def cleanup_logs(self) -> int:
@@ -202,13 +238,28 @@ class LogManager:
         for directory in self.log_dirs:
             self._write_checkpoint(directory, checkpoint.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset)
 
-    def _write_checkpoint(self, directory: str, name: str, value) -> None:
+    def _write_checkpoint(self, directory: str, name: str, value) -> bool:
+        """Write one checkpoint file if its entries changed since it was last written; False if the
+        disk refused it (logged: the next pass tries again, and recovery covers a stale file)."""
         offsets = {(lg.topic, lg.partition): value(lg) for lg in self.logs_by_dir().get(directory, [])}
-        checkpoint.write_offsets(os.path.join(directory, name), offsets)
+        key = (directory, name)
+        if self._last_written.get(key) == offsets:
+            return True
+        try:
+            checkpoint.write_offsets(os.path.join(directory, name), offsets)
+        except OSError as exc:
+            self._last_written.pop(key, None)
+            log.error("cannot write %s in %s: %s", name, directory, exc)
+            return False
+        self._last_written[key] = offsets
+        self.checkpoint_writes += 1
+        return True
 
-    def _write_checkpoints(self, directory: str) -> None:
-        self._write_checkpoint(directory, checkpoint.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
-        self._write_checkpoint(directory, checkpoint.LOG_START_OFFSET_CHECKPOINT, lambda lg: lg.log_start_offset)
+    def _write_checkpoints(self, directory: str) -> bool:
+        with self._checkpoint_lock:   # the scheduler's pass and shutdown's must not interleave
+            ok = self._write_checkpoint(directory, checkpoint.RECOVERY_POINT_CHECKPOINT, lambda lg: lg.recovery_point)
+            return self._write_checkpoint(directory, checkpoint.LOG_START_OFFSET_CHECKPOINT,
+                                          lambda lg: lg.log_start_offset) and ok
 
     # -- shutdown ---------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -216,9 +267,19 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
         self.scheduler.shutdown(run_pending=True)
-        for lg in list(self._logs.values()):
-            lg.close()
+        failed = set()
+        for tp, lg in list(self._logs.items()):
+            try:
+                lg.close(sync=False)
+            except OSError as exc:   # a full disk: the next start recovers this dir from its log
+                log.error("cannot close %s cleanly: %s", lg.name, exc)
+                failed.add(self._dir_of[tp])
+        os.sync()   # the producer snapshots just written, once for all, before the marker vouches for them
         for directory in self.log_dirs:
-            self._write_checkpoints(directory)
-            checkpoint.write_clean_shutdown(directory)
+            if not self._write_checkpoints(directory) or directory in failed:
+                continue   # no marker: the next start recovers this dir rather than trust stale files
+            try:
+                checkpoint.write_clean_shutdown(directory)
+            except OSError as exc:
+                log.error("cannot write the clean-shutdown marker in %s: %s", directory, exc)
         self.started = False

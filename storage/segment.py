@@ -26,6 +26,7 @@ from .fallocate import release_past_end, reserve_past_end
 from .file_records import iter_file_batches, read_batch_header
 from .index import INT32_MAX, CorruptIndexError, OffsetIndex, TimeIndex
 from .log_config import LogConfig
+from .open_files import POOL, SegmentFd, open_fd
 from .transaction_index import TransactionIndex
 
 log = logging.getLogger(__name__)
@@ -72,18 +73,21 @@ class LogSegment:
         self.created_ms = now_ms() if created_ms is None else created_ms
         log_path, index_path, time_path = segment_paths(directory, base_offset, suffix)
         self.log_path = log_path
+        self.recently_used = True
+        self.closed = False
         existed = os.path.exists(log_path)
-        self.fd = os.open(log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        self._fd: SegmentFd | None = open_fd(log_path, os.O_RDWR | os.O_CREAT)
+        self.size = os.fstat(self._fd).st_size
         self._preallocated = False
         if not existed and config.preallocate and active:
             os.posix_fallocate(self.fd, 0, config.segment_bytes)
             self._preallocated = True
         # blocks are reserved up to here (fallocate.reserve_past_end)
         self._reserved_to = config.segment_bytes if self._preallocated else self.size
-        self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
-        self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes)
-        self.txn_index = TransactionIndex(txn_index_path(directory, base_offset, suffix), base_offset)
+        self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes, self._note_open)
+        self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes, self._note_open)
+        self.txn_index = TransactionIndex(txn_index_path(directory, base_offset, suffix), base_offset,
+                                          self._note_open)
         self.bytes_since_last_index_entry = 0
         self.rolling_based_timestamp: int | None = None
         ts, ts_offset = self.time_index.last_entry
@@ -91,8 +95,34 @@ class LogSegment:
         self.offset_of_max_timestamp_so_far = ts_offset if ts >= 0 else -1
         self.next_offset = base_offset  # set by the loader (read_next_offset) or by appends
         self.max_offset = base_offset + INT32_MAX   # offsets past it do not fit 32-bit relative offsets
-        self.closed = False
         self.refresh_roll_limits()
+        POOL.opened(self)
+
+    # -- open files (storage/open_files.py) -------------------------------------------
+    @property
+    def fd(self) -> SegmentFd:
+        """The ``.log`` descriptor, opened again if the open-files budget let it go."""
+        self.recently_used = True
+        fd = self._fd
+        if fd is None:
+            fd = self._fd = open_fd(self.log_path, os.O_RDWR)
+            if not self.closed:      # a closed segment's late reader gets a descriptor outside the budget
+                POOL.opened(self)
+        return fd
+
+    def _note_open(self) -> None:
+        """An index of this segment was mapped or opened: count the segment as open."""
+        self.recently_used = True
+        if self._fd is None and not self.closed:
+            self._fd = open_fd(self.log_path, os.O_RDWR)
+            POOL.opened(self)
+
+    def release_files(self) -> None:
+        """Drop the descriptor and index mappings (each closes when its last user lets go)."""
+        self._fd = None
+        self.offset_index.unmap()
+        self.time_index.unmap()
+        self.txn_index.release()
 
     # -- writing -------------------------------------------------------------------
     def append(self, data, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int) -> None:
@@ -188,7 +218,13 @@ class LogSegment:
         self._seal()
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+        self._create_index_files()
         self.refresh_roll_limits()
+
+    def _create_index_files(self) -> None:
+        if self.size:
+            self.offset_index.create_file()
+            self.time_index.create_file()
 
     def make_active(self) -> None:
         """Give a reopened last segment room to grow its indexes again."""
@@ -208,8 +244,20 @@ class LogSegment:
     def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset``, found from the index then scanned."""
         end = self.size if end is None else end
-        _, position = self.offset_index.lookup(offset)
-        for info in iter_file_batches(self.fd, position, end):
+        entry_offset, position = self.offset_index.lookup(offset)
+        fd = self.fd
+        if position:
+            # an index entry must lead to a batch at or below its offset; one that does not (a
+            # damaged index a clean shutdown vouched for) is not followed: scan from the start
+            try:
+                first = read_batch_header(fd, position, end)
+            except ValueError:
+                first = None
+            if first is None or not self.base_offset <= first.base_offset <= entry_offset:
+                log.warning("%s: index entry (%d, %d) does not point at a batch; scanning the segment",
+                            self.offset_index.path, entry_offset, position)
+                position = 0
+        for info in iter_file_batches(fd, position, end):
             if info.last_offset >= offset:
                 return info
         return None
@@ -257,8 +305,10 @@ class LogSegment:
 
     def set_last_modified(self, ms: int) -> None:
         ns = ms * 1_000_000
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
-            os.utime(path, ns=(ns, ns))
+        os.utime(self.log_path, ns=(ns, ns))
+        for index in (self.offset_index, self.time_index):
+            if index.on_disk:
+                os.utime(index.path, ns=(ns, ns))
 
     # -- recovery ------------------------------------------------------------------
     def sanity_check(self) -> None:
@@ -268,14 +318,46 @@ class LogSegment:
         index entry must point at the start of a batch holding its offset.
         """
         self.offset_index.sanity_check(self.size)
+        position = 0
         if self.offset_index.entries:
             last_offset, position = self.offset_index.entry(self.offset_index.entries - 1)
-            info = read_batch_header(self.fd, position, self.size)
+            try:
+                info = read_batch_header(self.fd, position, self.size)
+            except ValueError:
+                info = None
             if info is None or info.last_offset < last_offset or info.base_offset > last_offset:
                 raise CorruptIndexError(f"{self.offset_index.path}: last entry does not point at its batch")
-        self.next_offset = self.read_next_offset()
+        self.next_offset = self._check_tail(position)
         self.time_index.sanity_check(self.next_offset)
         self.txn_index.sanity_check()
+        for txn in self.txn_index.all_aborted_txns():
+            # each entry names the ABORT marker of its producer in this segment
+            marker = self.translate_offset(txn.last_offset)
+            if marker is None or marker.base_offset != txn.last_offset or marker.producer_id != txn.producer_id \
+                    or not marker.attributes & CONTROL_FLAG_MASK or txn.first_offset > txn.last_offset \
+                    or not 0 <= txn.last_stable_offset <= txn.last_offset + 1:
+                raise CorruptIndexError(f"{self.txn_index.path}: {txn} does not name an abort marker of the log")
+
+    def _check_tail(self, position: int) -> int:
+        """The offset after the last batch, checking every batch from ``position`` (the last index
+        entry: at most index.interval.bytes and a batch) whole, in order and with a valid checksum,
+        up to the exact end of the file; CorruptIndexError (so recovery runs) otherwise."""
+        next_offset, end = self.base_offset, self.size
+        fd = self.fd
+        while position < end:
+            try:
+                info = read_batch_header(fd, position, end)
+            except ValueError as exc:
+                raise CorruptIndexError(f"{self.log_path}: invalid batch at {position}: {exc}") from None
+            if info is None or position + info.size > end:
+                raise CorruptIndexError(f"{self.log_path}: torn batch at {position}")
+            if info.base_offset < next_offset or info.last_offset < info.base_offset:
+                raise CorruptIndexError(f"{self.log_path}: offsets out of order at {position}")
+            if not crc_valid(os.pread(fd, info.size, position), 0, info.size):
+                raise CorruptIndexError(f"{self.log_path}: checksum mismatch at {position}")
+            next_offset = info.last_offset + 1
+            position += info.size
+        return next_offset
 
     def recover(self) -> int:
         """Check every batch, rebuild both indexes, cut the file at the first invalid byte.
@@ -404,17 +486,21 @@ class LogSegment:
         self._seal()
         self.offset_index.close()
         self.time_index.close()
+        self._create_index_files()
         self.txn_index.close()
-        os.close(self.fd)
+        self._fd = None
         self.closed = True
+        POOL.closed(self)
 
     def delete(self) -> None:
         """Remove the files now (the caller already waited file.delete.delay.ms)."""
         if not self.closed:
             self.offset_index.delete()
             self.time_index.delete()
-            os.close(self.fd)
+            # the descriptor stays with this object: a reader still holding the segment (an older
+            # segment list) reads the unlinked file through it, and it closes when they let go
             self.closed = True
+            POOL.closed(self)
         self.txn_index.delete()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             try:

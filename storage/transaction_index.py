@@ -19,6 +19,7 @@ import struct
 from typing import NamedTuple
 
 from .index import CorruptIndexError
+from .open_files import open_fd
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +49,13 @@ def parse_entries(data: bytes, where: str = "transaction index") -> list[tuple[i
 
 
 class TransactionIndex:
-    def __init__(self, path: str, start_offset: int):
+    def __init__(self, path: str, start_offset: int, on_open=None):
         self.path = path
+        #: called whenever the file gets opened, so the open-files budget counts its segment
+        self._on_open = on_open
         self.start_offset = start_offset
         self._fd: int | None = None
+        self._exists = False
         self._size = 0
         self._last_offset: int | None = None
         if os.path.exists(path):
@@ -69,14 +73,23 @@ class TransactionIndex:
             self._last_offset = entries[-1].last_offset if entries else None
 
     def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            self._size = os.fstat(self._fd).st_size
-        return self._fd
+        fd = self._fd
+        if fd is None:
+            fd = self._fd = open_fd(self.path, os.O_RDWR | os.O_CREAT)
+            if not self._exists:
+                self._size = os.fstat(fd).st_size
+                self._exists = True
+            if self._on_open is not None:
+                self._on_open()
+        return fd
+
+    def release(self) -> None:
+        """Let the descriptor go (the open-files budget); the next use opens the file again."""
+        self._fd = None
 
     @property
     def exists(self) -> bool:
-        return self._fd is not None
+        return self._exists
 
     @property
     def size_in_bytes(self) -> int:
@@ -93,9 +106,9 @@ class TransactionIndex:
 
     def _entries(self):
         """(position, AbortedTxn) of every whole entry."""
-        if self._fd is None or not self._size:
+        if not self._exists or not self._size:
             return ()
-        return parse_entries(os.pread(self._fd, self._size, 0), self.path)
+        return parse_entries(os.pread(self._open(), self._size, 0), self.path)
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
         return [txn for _, txn in self._entries()]
@@ -116,15 +129,15 @@ class TransactionIndex:
         last = None
         for position, txn in self._entries():
             if txn.last_offset >= offset:
-                os.ftruncate(self._fd, position)
+                os.ftruncate(self._open(), position)
                 self._size = position
                 self._last_offset = last
                 return
             last = txn.last_offset
 
     def reset(self) -> None:
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
+        if self._exists:
+            os.ftruncate(self._open(), 0)
         self._size = 0
         self._last_offset = None
 
@@ -135,13 +148,11 @@ class TransactionIndex:
                                         f"offset {self.start_offset}")
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+        if self._exists:
+            os.fsync(self._open())
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._fd = None
 
     def rename(self, new_path: str) -> None:
         if os.path.exists(self.path):
@@ -150,6 +161,7 @@ class TransactionIndex:
 
     def delete(self) -> None:
         self.close()
+        self._exists = False
         try:
             os.unlink(self.path)
         except FileNotFoundError:

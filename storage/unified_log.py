@@ -154,6 +154,10 @@ class UnifiedLog:
                          if cache.latest_epoch is None or e[0] > cache.latest_epoch)
         cache.truncate_from_end(end)
         cache.truncate_from_start(start)
+        if end > start and not self._epochs_fit_log():
+            self._rebuild_leader_epochs()
+            cache.truncate_from_end(end)
+            cache.truncate_from_start(start)
         # Recovery emptied the transaction indexes it rebuilt; the ones of segments holding
         # markers are written again by replaying from a snapshot at or below them.
         rebuild = {s.base_offset for s in recovered if s.recovered_markers}
@@ -169,6 +173,54 @@ class UnifiedLog:
         if replay_from < end:
             self._replay(replay_from, end, rebuild)
             psm.take_snapshot(end)
+
+    def _batch_from(self, offset: int):
+        """The first batch holding ``offset`` or after it (past segments compaction emptied)."""
+        segments = self._local.segments
+        first = max(bisect.bisect_right([s.base_offset for s in segments], offset) - 1, 0)
+        for segment in segments[first:]:
+            info = segment.translate_offset(offset)
+            if info is not None:
+                return info
+        return None
+
+    def _epochs_fit_log(self) -> bool:
+        """Whether the epoch cache can describe this log, from a few batch headers: the latest epoch
+        is the last batch's, and each entry's start offset begins a batch of at least that epoch
+        (more where compaction removed its first ones) that follows a batch of a lower one. A
+        checkpoint damaged into other valid-looking entries (an epoch gone, a start moved) fails."""
+        local = self._local
+        end, start = local.next_offset, local.log_start_offset
+        last_segment = next((s for s in reversed(local.segments) if s.size), None)
+        last = None
+        if last_segment is not None:   # from its last index entry: a bounded scan
+            _, position = last_segment.offset_index.lookup(last_segment.next_offset)
+            for last in last_segment.batches(position):
+                pass
+        if last is None or last.magic < 2 or last.partition_leader_epoch < 0:
+            return True
+        entries = self.leader_epoch_cache.entries
+        if not entries or entries[-1][0] != last.partition_leader_epoch:
+            log.warning("%s: the leader epoch checkpoint does not end with the log's epoch %d",
+                        self.name, last.partition_leader_epoch)
+            return False
+        previous = -1
+        for epoch, first in entries:
+            previous, prior = epoch, previous
+            if first < start:
+                continue
+            info = self._batch_from(first) if first < end else None
+            before = self._batch_from(first - 1) if first > start else None
+            # the batch before an epoch's first is of the entry before (of an older one where
+            # compaction removed that entry's batches)
+            if info is None or info.base_offset < first or info.partition_leader_epoch < epoch or \
+                    (info.base_offset == first and info.partition_leader_epoch != epoch) or \
+                    (before is not None and before.base_offset < first and (
+                        before.partition_leader_epoch > prior or
+                        (not local.config.compact and before.partition_leader_epoch != prior))):
+                log.warning("%s: leader epoch %d does not start at offset %d of the log", self.name, epoch, first)
+                return False
+        return True
 
     def _rebuild_leader_epochs(self) -> None:
         """The checkpoint was missing or unreadable: take each epoch's first batch from the log."""
@@ -745,12 +797,18 @@ class UnifiedLog:
             self._local.update_config(config)
             self._set_fast()
 
-    def close(self) -> None:
-        """A clean close: the producer state snapshotted at the log end, epochs written, segments closed."""
+    def close(self, sync: bool = True) -> None:
+        """A clean close: the producer state snapshotted at the log end, epochs written, segments closed.
+
+        An empty log writes no snapshot (loading would delete one at the log start anyway). With
+        ``sync`` False the snapshot is not fsynced: LogManager syncs the file system once before
+        writing the clean-shutdown marker, where an fsync per partition made stopping a broker with
+        thousands of partitions take half a minute."""
         with self._lock:
             if self._local.closed:
                 return
-            self.producer_state_manager.take_snapshot(self._local.next_offset)
+            if self._local.next_offset > self._local.log_start_offset:
+                self.producer_state_manager.take_snapshot(self._local.next_offset, sync=sync)
             self.leader_epoch_cache.flush()
             self._local.close()
             self._set_fast()

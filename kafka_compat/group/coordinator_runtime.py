@@ -19,7 +19,7 @@ from typing import Callable
 
 from kafka_compat.storage.validator import COORDINATOR
 
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import ControlRecordType, batches, build_batch, control_record_type
 from .coordinator_records import GROUP_METADATA_TOPIC_NAME, partition_for
 
@@ -113,6 +113,9 @@ class CoordinatorRuntime:
                    "segment.bytes": str(self.segment_bytes)}
         try:
             self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, 1, configs)
+        except KafkaError as e:   # e.g. KAFKA_STORAGE_ERROR: the disk is full; the message says so
+            log.error("cannot create %s: %s", GROUP_METADATA_TOPIC_NAME, e)
+            return False
         except Exception:
             log.exception("cannot create %s", GROUP_METADATA_TOPIC_NAME)
             return False

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import socket
 import uuid
 from base64 import urlsafe_b64encode
@@ -24,6 +25,7 @@ from ..endpoint import SecurityProtocol
 from ..group import GroupCoordinator
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
+from ..properties import parse_properties
 from ..security.authorizer import configured_authorizer
 from ..security.channel_builder import listener_security
 from ..security.sasl_client import ClientSecurity, client_security
@@ -70,6 +72,8 @@ from .transactions import TransactionsApi
 from .write_txn_markers import WriteTxnMarkersApi
 
 log = logging.getLogger(__name__)
+
+_CLUSTER_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 __all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_versions"]
 
@@ -326,12 +330,8 @@ class Broker:
         path = os.path.join(directory, "meta.properties")
         props = {}
         if os.path.exists(path):
-            with open(path) as f:
-                for line in f:
-                    if "=" in line and not line.startswith("#"):
-                        k, v = line.strip().split("=", 1)
-                        props[k] = v
-        if "cluster.id" not in props:
+            props = self._read_meta_properties(path)
+        if not props:
             props = {"version": "1",
                      "cluster.id": urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
                      "node.id": str(self.broker_id)}
@@ -340,6 +340,26 @@ class Broker:
                 for k, v in props.items():
                     f.write(f"{k}={v}\n")
         return props["cluster.id"]
+
+    def _read_meta_properties(self, path: str) -> dict[str, str]:
+        """An existing meta.properties must name a cluster and this node, as Kafka requires: one that
+        does not is refused with its path (never replaced: the data may belong to another cluster)."""
+        try:
+            with open(path, "rb") as f:
+                props = parse_properties(f.read(64 * 1024).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise BrokerStartError(f"cannot read {path}: {e}; restore it, or remove it to give this data "
+                                   f"directory a new cluster id") from None
+        problems = []
+        if not _CLUSTER_ID.fullmatch(props.get("cluster.id", "")):
+            problems.append(f"no valid cluster.id ({props.get('cluster.id')!r})")
+        node = props.get("node.id", props.get("broker.id"))
+        if node is not None and node != str(self.broker_id):
+            problems.append(f"node.id {node!r} does not match this broker's id {self.broker_id}")
+        if problems:
+            raise BrokerStartError(f"{path} is damaged or belongs elsewhere: {'; '.join(problems)}; restore it, "
+                                   f"or remove it to give this data directory a new cluster id")
+        return props
 
     # ------------------------------------------------------------ addresses
     @property

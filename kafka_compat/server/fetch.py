@@ -10,7 +10,6 @@ send full requests.
 from __future__ import annotations
 
 import asyncio
-import os
 
 from kafka_compat.storage.unified_log import FetchIsolation
 
@@ -190,5 +189,5 @@ class FetchApi:
             # Fetch v0-v1 read magic 0, v2-v3 magic 1: convert what the log holds.
             return down_convert(records.read_bytes(), 0 if version < 2 else 1)
         if size < SENDFILE_MIN_BYTES:
-            return b"".join(os.pread(s.fd, s.length, s.position) for s in records.slices)
+            return records.read_bytes()
         return FileRecords(records)

@@ -34,7 +34,7 @@ class LocalController:
         """Publish every known topic: its partitions lead here (their logs load now)."""
         self.replica_manager = replica_manager
         for topic in list(self.topics.topics.values()):
-            self._publish(topic, 0)
+            self._publish(topic, 0, strict=False)   # a log that cannot load stays offline; the rest serve
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         """A topic's config overrides (Kafka's ConfigRepository.topicConfig); {} for none."""
@@ -45,11 +45,25 @@ class LocalController:
         """The broker's topic defaults under the topic's overrides, as storage wants them."""
         return log_config(self.config, self.topic_configs(topic))
 
-    def _publish(self, topic: Topic, first_new: int) -> None:
+    def _publish(self, topic: Topic, first_new: int, strict: bool = True) -> None:
+        """Lead the partitions from ``first_new`` on here. With ``strict``, a partition whose log
+        cannot be made (out of descriptors or disk) raises KAFKA_STORAGE_ERROR naming it."""
         me = self.broker_id
         states = {i: PartitionState(me, LEADER_EPOCH, (me,), (me,)) for i in range(first_new, topic.partitions)}
         self.metadata_cache.update_partitions(topic.name, topic.topic_id, states)
-        self.replica_manager.become_leader_or_follower(topic.name, topic.topic_id, states)
+        messages: dict[int, str] = {}
+        self.replica_manager.become_leader_or_follower(topic.name, topic.topic_id, states, messages)
+        if messages and strict:
+            first = min(messages)
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"{len(messages)} of {len(states)} partitions could not be created; {messages[first]}")
+
+    def _storage(self, what: str, action):
+        """Run a registry change; a disk that refuses it is this request's KAFKA_STORAGE_ERROR."""
+        try:
+            return action()
+        except OSError as e:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot {what}: {e.strerror or e}") from None
 
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
         """Validate topic-level overrides; raise ConfigError (INVALID_CONFIG) on a bad one."""
@@ -87,9 +101,21 @@ class LocalController:
         partitions, _ = self.check_new_topic(name, partitions, replication_factor, configs)
         if validate_only:
             return None
-        topic = self.topics.create(name, partitions, configs)
-        self._publish(topic, 0)
+        topic = self._storage(f"record topic {name}", lambda: self.topics.create(name, partitions, configs))
+        try:
+            self._publish(topic, 0)
+        except KafkaError:
+            self._discard(topic)   # all or nothing: no half-created topic survives a failed request
+            raise
         return topic
+
+    def _discard(self, topic: Topic) -> None:
+        try:
+            self.topics.delete(topic.name)
+        except OSError:
+            pass
+        self.metadata_cache.remove_topic(topic.name)
+        self.replica_manager.stop_replicas(topic.name, range(topic.partitions), delete=True)
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.topics.get(name)
@@ -120,8 +146,19 @@ class LocalController:
         if validate_only:
             return
         old = topic.partitions
-        self.topics.set_partitions(name, count)
-        self._publish(topic, old)
+        self._storage(f"add partitions to {name}", lambda: self.topics.set_partitions(name, count))
+        try:
+            self._publish(topic, old)
+        except KafkaError:
+            self.replica_manager.stop_replicas(name, range(old, count), delete=True)
+            meta = self.metadata_cache.get_topic(name)
+            for index in range(old, count):
+                meta.partition_states.pop(index, None)
+            try:
+                self.topics.set_partitions(name, old)
+            except OSError:
+                pass
+            raise
 
     def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False) -> None:
         topic = self.topics.get(name)

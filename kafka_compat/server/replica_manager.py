@@ -59,6 +59,7 @@ class ReplicaManager:
         self.fetch_purgatory: DelayedOperationPurgatory | None = None
         self.produce_purgatory: DelayedOperationPurgatory | None = None
         self._hw_checkpoints: dict[tuple[str, int], int] = {}
+        self._hw_written: dict[str, dict] = {}   # per log dir: the high watermarks last checkpointed
         self._scheduler = Scheduler("kafka-highwatermark-checkpoint")
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -91,8 +92,11 @@ class ReplicaManager:
             if parent in by_dir:
                 by_dir[parent][key] = partition.high_watermark
         for directory, offsets in by_dir.items():
+            if self._hw_written.get(directory) == offsets:
+                continue   # unchanged: an idle broker with thousands of partitions writes nothing
             try:
                 checkpoint.write_offsets(os.path.join(directory, checkpoint.REPLICATION_OFFSET_CHECKPOINT), offsets)
+                self._hw_written[directory] = offsets
             except OSError as e:
                 log.error("cannot write the high watermark checkpoint in %s: %s", directory, e)
 
@@ -106,12 +110,14 @@ class ReplicaManager:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return partition, ErrorCode.NONE
 
-    def become_leader_or_follower(self, topic: str, topic_id: bytes, states: dict[int, PartitionState]
-                                  ) -> dict[int, int]:
+    def become_leader_or_follower(self, topic: str, topic_id: bytes, states: dict[int, PartitionState],
+                                  messages: dict[int, str] | None = None) -> dict[int, int]:
         """Apply leadership for partitions of one topic (LeaderAndIsr); per-partition errors.
 
         Logs are created (or found, after a restart) here; a log's high watermark starts
-        from the checkpoint. Returns {partition: error}; leaders start serving at once.
+        from the checkpoint. Returns {partition: error}; leaders start serving at once. A log
+        that cannot be made (no descriptors, no disk) is KAFKA_STORAGE_ERROR for its partition,
+        its message put in ``messages`` when given.
         """
         errors = {}
         for index, state in states.items():
@@ -120,7 +126,14 @@ class ReplicaManager:
                 if self.broker_id not in state.replicas:
                     errors[index] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
-                log_ = self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
+                try:
+                    log_ = self.log_manager.get_or_create_log(topic, index, self.topic_config(topic))
+                except KafkaError as e:
+                    log.error("%s", e.message)
+                    errors[index] = e.error_code
+                    if messages is not None:
+                        messages[index] = e.message
+                    continue
                 hw = self._hw_checkpoints.pop((topic, index), None)
                 if hw is not None:
                     log_.update_high_watermark(hw)

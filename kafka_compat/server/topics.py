@@ -105,7 +105,11 @@ class TopicRegistry:
         self.topics[name] = topic
         self.by_id[topic.topic_id] = topic
         if persist:
-            self.save()
+            try:
+                self.save()
+            except OSError:   # not recorded on disk: not created at all
+                del self.topics[name], self.by_id[topic.topic_id]
+                raise
         return topic
 
     def delete(self, name: str) -> Topic:

@@ -184,10 +184,8 @@ def test_a_missing_or_damaged_file_is_rebuilt_from_the_batches(make_log, damage)
         with open(path, "wb") as f:
             f.write(damage)
     again = make_log("t-0", segment_bytes=300, had_clean_shutdown=True)
-    if damage == b"":
-        # an empty file is a valid empty checkpoint (Kafka writes one for a new log): nothing to rebuild
-        assert again.leader_epoch_cache.entries == []
-        return
+    # an empty file is a valid empty checkpoint (Kafka writes one for a new log), but not for a log
+    # whose batches carry epochs: that one is rebuilt too
     assert again.leader_epoch_cache.entries == expected
     assert checkpoint_bytes(again.dir) == b"0\n4\n0 0\n2 4\n5 10\n9 12\n"
 
@@ -213,7 +211,8 @@ def test_recovery_adds_the_epochs_of_the_batches_it_checks(make_log):
     with open(os.path.join(lg.dir, LEADER_EPOCH_CHECKPOINT), "wb") as f:
         f.write(b"0\n1\n1 0\n")                       # a valid file that lacks the later epochs
     clean = make_log("t-0", segment_bytes=300, had_clean_shutdown=True)
-    assert clean.leader_epoch_cache.entries == [EpochEntry(1, 0)]      # trusted as it is
+    # not trusted as it is: its latest epoch is not the last batch's, so it is rebuilt from the log
+    assert clean.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(3, 4), EpochEntry(4, 8)]
     clean.close()
     recovered = make_log("t-0", segment_bytes=300)     # unclean: every segment is checked
     assert recovered.leader_epoch_cache.entries == [EpochEntry(1, 0), EpochEntry(3, 4), EpochEntry(4, 8)]

@@ -7,16 +7,20 @@ from kafka_compat.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from logtools import TS, batch
 
 
-def test_new_index_files_are_preallocated_to_whole_entries(tmp_path):
+def test_new_index_files_are_preallocated_to_whole_entries_at_their_first_entry(tmp_path):
     idx = OffsetIndex(str(tmp_path / "0.index"), 0, 1000)
     tidx = TimeIndex(str(tmp_path / "0.timeindex"), 0, 1000)
-    assert os.path.getsize(idx.path) == 1000          # 125 entries of 8 bytes
-    assert os.path.getsize(tidx.path) == 996          # 83 entries of 12 bytes
+    assert not os.path.exists(idx.path) and not os.path.exists(tidx.path)   # an idle segment costs no files
     assert (idx.entries, idx.max_entries) == (0, 125)
     assert (tidx.entries, tidx.max_entries) == (0, 83)
+    assert idx.lookup(7) == (0, 0)
+    idx.append(3, 0)
+    tidx.maybe_append(1000, 3)
+    assert os.path.getsize(idx.path) == 1000          # 125 entries of 8 bytes
+    assert os.path.getsize(tidx.path) == 996          # 83 entries of 12 bytes
     idx.close()
     tidx.close()
-    assert os.path.getsize(idx.path) == 0 and os.path.getsize(tidx.path) == 0
+    assert os.path.getsize(idx.path) == 8 and os.path.getsize(tidx.path) == 12
 
 
 def test_offset_index_lookup_finds_largest_entry_at_or_below(tmp_path):

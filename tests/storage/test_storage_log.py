@@ -41,15 +41,26 @@ def test_append_assigns_consecutive_offsets_and_reports_metadata(make_log):
 def test_read_returns_whole_batches_starting_with_the_one_holding_the_offset(make_log):
     lg = make_log()
     for _ in range(10):
-        lg.append_as_leader(batch(4, value=b"x" * 50), 0)
-    size = len(batch(4, value=b"x" * 50))
+        lg.append_as_leader(batch(4, value=b"x" * 5000), 0)
+    size = len(batch(4, value=b"x" * 5000))
     result = lg.read(6, 3 * size + 10, LOG_END, True).records   # offset 6 is inside the batch 4..7
-    assert [s.length for s in result.slices] == [3 * size]
+    assert [s.length for s in result.slices] == [3 * size] and result.data is None
     views = read_views(lg, 6, 3 * size + 10)
     assert [(v.base_offset, v.last_offset) for v in views] == [(4, 7), (8, 11), (12, 15)]
     fd, position, length = result.slices[0]
     assert os.pread(fd, length, position) == result.read_bytes()
     assert (result.log_start_offset, result.log_end_offset) == (0, 40)
+
+
+def test_small_reads_come_back_as_bytes_holding_no_descriptor(make_log):
+    lg = make_log()
+    for _ in range(10):
+        lg.append_as_leader(batch(4, value=b"x" * 50), 0)
+    size = len(batch(4, value=b"x" * 50))
+    result = lg.read(6, 3 * size + 10, LOG_END, True).records
+    assert result.slices == [] and result.size == 3 * size
+    views = read_views(lg, 6, 3 * size + 10)
+    assert [(v.base_offset, v.last_offset) for v in views] == [(4, 7), (8, 11), (12, 15)]
 
 
 def test_first_batch_returned_whole_even_above_max_bytes(make_log):

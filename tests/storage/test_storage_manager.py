@@ -2,6 +2,7 @@
 background retention and flush.ms."""
 
 import os
+import threading
 import time
 
 from kafka_compat.storage import checkpoint
@@ -113,3 +114,45 @@ def test_malformed_checkpoint_means_full_recovery(tmp_path):
     assert checkpoint.read_offsets(str(path)) == {}
     path.write_text("0\n1\nt-x 0 5\n")
     assert checkpoint.read_offsets(str(path)) == {("t-x", 0): 5}
+
+
+def test_deleting_one_topic_among_thousands_writes_each_checkpoint_once_off_the_callers_thread(
+        tmp_path, clock, monkeypatch):
+    m = manager(tmp_path, clock, dirs=1)
+    m.startup(background=False)
+    for t in range(20):
+        for p in range(100):
+            m.get_or_create_log(f"t{t}", p)
+    writes = []
+    real = checkpoint.write_offsets
+
+    def counted(path, offsets):
+        writes.append((os.path.basename(path), threading.current_thread().name, len(offsets)))
+        real(path, offsets)
+    monkeypatch.setattr(checkpoint, "write_offsets", counted)
+    m.checkpoint_recovery_points()
+    m.checkpoint_log_start_offsets()
+    assert [w[0] for w in writes] == [checkpoint.RECOVERY_POINT_CHECKPOINT, checkpoint.LOG_START_OFFSET_CHECKPOINT]
+    writes.clear()
+    m.checkpoint_recovery_points()        # nothing changed: nothing written
+    m.checkpoint_log_start_offsets()
+    assert writes == []
+
+    for p in range(100):
+        m.delete_log("t0", p)
+    path = os.path.join(m.log_dirs[0], checkpoint.RECOVERY_POINT_CHECKPOINT)
+    deadline = time.monotonic() + 60
+    while len(checkpoint.read_offsets(path)) != 1900 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    while len(writes) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # a write per file per batch of deletions (one batch unless the machine is very slow), never
+    # one per deleted partition, and none on the caller's thread
+    assert {w[0] for w in writes} == {checkpoint.RECOVERY_POINT_CHECKPOINT, checkpoint.LOG_START_OFFSET_CHECKPOINT}
+    assert len(writes) <= 6, writes
+    assert {w[1] for w in writes} == {"kafka-log-manager"}
+    assert writes[-1][2] == 1900
+    assert not any(t == "t0" for t, _ in checkpoint.read_offsets(path))
+    before = len(writes)
+    m.shutdown()
+    assert len(writes) == before          # shutdown found the files current

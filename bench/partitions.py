@@ -1,0 +1,140 @@
+"""One broker with many partitions: creation, produce throughput, idle CPU, descriptors, startup.
+
+    python bench/partitions.py                      # 10,000 partitions (100 topics x 100)
+    python bench/partitions.py --partitions 50000 --nofile 65536
+
+Starts a real broker (kafka_compat.testing.EmbeddedBroker, RLIMIT_NOFILE set to --nofile),
+creates the partitions with CreateTopics, produces --messages records spread over all of them
+(confluent-kafka, acks=1), samples the broker's CPU over --idle seconds of idleness, then times
+a clean restart and an unclean one (SIGKILL) until Metadata lists every partition. Prints one
+JSON line per figure. Timing lives here, never in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_compat.testing import EmbeddedBroker
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def report(**fields) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+def wait_for_partitions(bootstrap: str, want: int, timeout: float = 600) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            meta = admin.list_topics(timeout=30)
+            if sum(len(t.partitions) for n, t in meta.topics.items() if n.startswith("p-")) >= want:
+                return
+        except Exception:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("partitions did not come back")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--partitions", type=int, default=10000)
+    ap.add_argument("--per-topic", type=int, default=100)
+    ap.add_argument("--messages", type=int, default=200000)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--idle", type=float, default=10.0)
+    ap.add_argument("--nofile", type=int, default=20000)
+    ap.add_argument("--dir", default=None, help="data directory (default: a new temporary one)")
+    args = ap.parse_args()
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (args.nofile, args.nofile))
+
+    broker = EmbeddedBroker(data_dir=args.dir or tempfile.mkdtemp(prefix="bench-partitions-"), preexec_fn=limit)
+    broker.start()
+    try:
+        pid = broker.proc.pid
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        topics = [f"p-{i}" for i in range((args.partitions + args.per_topic - 1) // args.per_topic)]
+        t0 = time.monotonic()
+        for i in range(0, len(topics), 10):
+            futures = admin.create_topics([NewTopic(t, args.per_topic, 1) for t in topics[i:i + 10]],
+                                          operation_timeout=300, request_timeout=600)
+            for f in futures.values():
+                f.result(600)
+        created = time.monotonic() - t0
+        total = len(topics) * args.per_topic
+        report(figure="create", partitions=total, seconds=round(created, 2),
+               partitions_per_s=round(total / created), fds=open_fds(pid), rss_mb=round(rss_mb(pid)))
+
+        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
+                      "queue.buffering.max.messages": 2000000, "acks": 1})
+        value = b"x" * args.size
+        cpu0, t0 = cpu_seconds(pid), time.monotonic()
+        for n in range(args.messages):
+            part = n % total
+            while True:
+                try:
+                    p.produce(topics[part // args.per_topic], value, partition=part % args.per_topic)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        assert p.flush(600) == 0
+        took, cpu = time.monotonic() - t0, cpu_seconds(pid) - cpu0
+        report(figure="produce", messages=args.messages, size=args.size, seconds=round(took, 2),
+               msgs_per_s=round(args.messages / took), mb_per_s=round(args.messages * args.size / took / 1e6, 2),
+               broker_cpu_s=round(cpu, 2), fds=open_fds(pid), rss_mb=round(rss_mb(pid)))
+
+        cpu0 = cpu_seconds(pid)
+        time.sleep(args.idle)
+        report(figure="idle", seconds=args.idle, cpu_percent=round(100 * (cpu_seconds(pid) - cpu0) / args.idle, 2),
+               fds=open_fds(pid), rss_mb=round(rss_mb(pid)))
+
+        for kind in ("clean", "unclean"):
+            if kind == "clean":
+                broker.stop(timeout=600)
+            else:
+                broker.kill()
+            t0 = time.monotonic()
+            broker.start(timeout=600)
+            listening = time.monotonic() - t0
+            wait_for_partitions(broker.bootstrap, total)
+            report(figure=f"startup after {kind} shutdown", listening_s=round(listening, 2),
+                   all_partitions_s=round(time.monotonic() - t0, 2), fds=open_fds(broker.proc.pid),
+                   rss_mb=round(rss_mb(broker.proc.pid)))
+    finally:
+        broker.close()
+        if args.dir is None:
+            import shutil
+            shutil.rmtree(broker.data_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

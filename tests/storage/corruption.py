@@ -1,0 +1,428 @@
+"""The corruption campaign's engine: damage one file of a log dir, load it again, judge what it serves.
+
+    python tests/storage/corruption.py --corruptions 1000 [--seed N]     # the full run
+
+A pristine log dir is written once through LogManager (plain, idempotent and transactional
+batches, an abort, three leader epochs, many segments with index entries, a compacted log, a
+cleaner checkpoint) and shut down cleanly. Each corruption copies it, damages one file (segment
+bytes, truncation, an index, a time index, a transaction index, a producer snapshot, the
+leader-epoch checkpoint, a per-dir checkpoint, the clean-shutdown marker), with or without the
+marker, then loads the copy and checks:
+
+- loading never raises;
+- every batch served has a valid checksum and every record served is the pristine record at
+  that offset, contiguous from the log start (so nothing invalid is ever served);
+- damage to a derived file loses nothing: every record is still there, and the producer state,
+  the leader epochs and the aborted transactions equal the pristine ones (rebuilt from the log);
+- damage to the log keeps every batch before the damage: recovery truncates at the first invalid
+  batch at or after the recovery point, never below it;
+- offset lookups land on the batch holding the offset, and the log takes a new append.
+
+Log damage lands where Kafka's model puts it: at or after the recovery point without the marker
+(bytes a crash may have torn), and in the part of each segment the clean load checks (from its
+last index entry to its end) with it. Flushed bytes below the recovery point changed by the disk
+itself are not looked at on load, by Kafka either; a consumer's checksum catches those.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from kafka_compat.storage import checkpoint
+from kafka_compat.storage.fetch_data_info import FetchIsolation
+from kafka_compat.storage.log_config import LogConfig
+from kafka_compat.storage.log_manager import LogManager
+from kafka_compat.storage.validator import COORDINATOR
+
+from kafka_compat.protocol.batch_header import crc_valid
+from kafka_compat.protocol.records import ControlRecordType, batches, build_batch, build_control_batch
+
+TS = int(time.time() * 1000)   # now: producers idle for a day would expire on one load path and not the other
+CONFIG = LogConfig(segment_bytes=3000, index_interval_bytes=300, segment_index_bytes=4096)
+COMPACT = CONFIG.updated(cleanup_policy="compact", min_cleanable_dirty_ratio=0.01, segment_bytes=1500)
+PARTITIONS = ("plain-0", "plain-1", "txn-0", "kv-0")
+
+#: file kinds the campaign damages (per partition, then per log dir)
+DERIVED = ("index", "timeindex", "txnindex", "snapshot", "leader-epoch-checkpoint")
+LOG = ("log-bytes", "log-truncate")
+DIR_FILES = (checkpoint.RECOVERY_POINT_CHECKPOINT, checkpoint.LOG_START_OFFSET_CHECKPOINT,
+             checkpoint.CLEANER_OFFSET_CHECKPOINT, checkpoint.REPLICATION_OFFSET_CHECKPOINT, "marker")
+KINDS = LOG + DERIVED + DIR_FILES
+SUFFIX = {"index": ".index", "timeindex": ".timeindex", "txnindex": ".txnindex", "snapshot": ".snapshot"}
+MUTATIONS = ("flip", "garbage", "truncate", "extend", "zero", "empty", "delete", "random")
+
+
+def _topic_config(topic: str) -> LogConfig:
+    return COMPACT if topic == "kv" else CONFIG
+
+
+def manager(directory: str) -> LogManager:
+    return LogManager([directory], CONFIG, topic_config=_topic_config, cleaner_backoff_ms=0)
+
+
+def _batch(values, **kw) -> bytearray:
+    return bytearray(build_batch([(k, v, (), TS + i) for i, (k, v) in enumerate(values)], **kw))
+
+
+def write_pristine(directory: str, rng: random.Random) -> None:
+    """The log dir every corruption starts from (closed cleanly)."""
+    m = manager(directory)
+    m.startup(background=False)
+    seq = {}
+    for name in PARTITIONS:
+        topic, _, p = name.rpartition("-")
+        lg = m.get_or_create_log(topic, int(p))
+        for epoch in range(3):
+            for n in range(25):
+                count = rng.randint(1, 4)
+                values = [(f"k{rng.randint(0, 30)}".encode(), os.urandom(rng.randint(5, 90))) for _ in range(count)]
+                if topic == "plain" and n % 3 == 0:      # an idempotent producer
+                    s = seq.get(name, 0)
+                    lg.append_as_leader(_batch(values, producer_id=7, producer_epoch=0, base_sequence=s), epoch)
+                    seq[name] = s + count
+                elif topic == "txn" and n % 5 == 0:      # a transaction, aborted or committed
+                    pid = 20 + epoch * 100 + n
+                    lg.append_as_leader(_batch(values, producer_id=pid, producer_epoch=0, base_sequence=0,
+                                               is_transactional=True), epoch)
+                    kind = ControlRecordType.ABORT if n % 10 == 0 else ControlRecordType.COMMIT
+                    lg.append_as_leader(bytearray(build_control_batch(kind, producer_id=pid, producer_epoch=0,
+                                                                      timestamp=TS)), epoch, COORDINATOR)
+                else:
+                    lg.append_as_leader(_batch(values), epoch)
+            lg.update_high_watermark(lg.log_end_offset)
+    _clean(m)
+    m.shutdown()
+
+
+def _clean(m: LogManager) -> None:
+    """A few cleaner passes (the cleaner thread's work, done here so the outcome is decided)."""
+    for _ in range(4):
+        if not m.cleaner.clean_once():
+            return
+
+
+@dataclass
+class Snapshot:
+    """What a log serves, and what it derived, as comparable values."""
+
+    records: dict                    # name -> [(offset, key, value)]
+    batches: dict                    # name -> [(segment file, position, size, base, last)]
+    start: dict
+    end: dict
+    producers: dict
+    epochs: dict
+    aborted: dict
+    bad: list = field(default_factory=list)   # what was served that is not valid
+
+
+def observe(m: LogManager) -> Snapshot:
+    snap = Snapshot({}, {}, {}, {}, {}, {}, {})
+    for (topic, p), lg in sorted(m.logs.items()):
+        name = f"{topic}-{p}"
+        lg.update_high_watermark(lg.log_end_offset)
+        # a read stops at the end of a segment that compaction emptied, as a fetch may: read on from
+        # the next offset until the log end, as a consumer does
+        data, offset = b"", lg.log_start_offset
+        while offset < lg.log_end_offset:
+            chunk = lg.read(offset, 1 << 30, FetchIsolation.LOG_END, True).records.read_bytes()
+            last = None
+            for last in batches(chunk):
+                pass
+            if last is None:
+                break
+            data += chunk
+            offset = last.last_offset + 1
+        recs, pos = [], 0
+        for view in batches(data):
+            size = view.size if hasattr(view, "size") else None
+            if size is not None and not crc_valid(data, pos, size):
+                snap.bad.append(f"{name}: checksum mismatch in the batch at offset {view.base_offset}")
+            try:
+                recs += [(r.offset, bytes(r.key or b""), bytes(r.value or b"")) for r in view.records()]
+            except Exception as exc:  # noqa: BLE001 - anything undecodable that was served is the finding
+                snap.bad.append(f"{name}: undecodable batch at {view.base_offset}: {exc}")
+            pos += size or 0
+        if pos != len(data):
+            snap.bad.append(f"{name}: {len(data) - pos} bytes served that are not whole batches")
+        snap.records[name] = recs
+        snap.batches[name] = [(os.path.basename(s.log_path), i.position, i.size, i.base_offset, i.last_offset)
+                              for s in lg.segments for i in s.batches()]
+        snap.start[name], snap.end[name] = lg.log_start_offset, lg.log_end_offset
+        snap.producers[name] = sorted((pid, e.producer_epoch, e.last_seq, e.last_data_offset)
+                                      for pid, e in lg.producer_state_manager.producers.items())
+        snap.epochs[name] = [tuple(e) for e in lg.leader_epoch_cache.entries]
+        snap.aborted[name] = [(a.producer_id, a.first_offset) for a in lg.read(
+            lg.log_start_offset, 1 << 30, FetchIsolation.TXN_COMMITTED, True).aborted_transactions or ()]
+    return snap
+
+
+def _mutate(path: str, mutation: str, rng: random.Random, lo: int = 0, hi: int | None = None) -> str:
+    """Damage ``path`` (only bytes in [lo, hi) where that applies); returns what was done."""
+    size = os.path.getsize(path)
+    hi = size if hi is None else min(hi, size)
+    if mutation == "delete":
+        os.unlink(path)
+        return "deleted"
+    if mutation == "empty":
+        open(path, "wb").close()
+        return "emptied"
+    if mutation == "extend":
+        with open(path, "ab") as f:
+            f.write(os.urandom(rng.randint(1, 200)))
+        return "extended"
+    if mutation == "random":
+        with open(path, "wb") as f:
+            f.write(os.urandom(max(size, rng.randint(1, 200))))
+        return "replaced with random bytes"
+    if hi <= lo:
+        with open(path, "ab") as f:
+            f.write(os.urandom(rng.randint(1, 64)))
+        return "extended (nothing to change)"
+    if mutation == "truncate":
+        cut = rng.randrange(lo, hi)
+        os.truncate(path, cut)
+        return f"truncated to {cut}"
+    at = rng.randrange(lo, hi)
+    with open(path, "r+b") as f:
+        if mutation == "flip":
+            f.seek(at)
+            b = f.read(1)[0]
+            f.seek(at)
+            f.write(bytes([b ^ (1 << rng.randrange(8))]))
+            return f"bit flipped at {at}"
+        n = min(rng.randint(1, 64), hi - at)
+        f.seek(at)
+        f.write(os.urandom(n) if mutation == "garbage" else bytes(n))
+        return f"{n} bytes {'garbled' if mutation == 'garbage' else 'zeroed'} at {at}"
+
+
+@dataclass
+class Outcome:
+    case: str
+    problems: list
+    warnings: int
+    truncated: bool
+
+
+class _Warnings(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += 1
+
+
+def corrupt_and_check(pristine: str, pristine_snap: Snapshot, work: str, rng: random.Random,
+                      limits: list | None = None) -> Outcome:
+    limits = [] if limits is None else limits
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(pristine, work)
+    kind = rng.choice(KINDS)
+    clean = rng.random() < 0.5
+    name = rng.choice(PARTITIONS)
+    pdir = os.path.join(work, name)
+    marker = os.path.join(work, checkpoint.CLEAN_SHUTDOWN_FILE)
+    damage_at = None          # (segment file, position): log damage starts here
+    rp_offset = pristine_snap.end[name]
+    if not clean:
+        os.unlink(marker)
+        # a crash leaves the recovery point somewhere behind the log end
+        rp_offset = rng.randint(0, pristine_snap.end[name])
+        points = checkpoint.read_offsets(os.path.join(work, checkpoint.RECOVERY_POINT_CHECKPOINT))
+        topic, _, p = name.rpartition("-")
+        points[(topic, int(p))] = rp_offset
+        checkpoint.write_offsets(os.path.join(work, checkpoint.RECOVERY_POINT_CHECKPOINT), points)
+    mutation = rng.choice(MUTATIONS)
+    if kind in LOG:
+        segs = sorted(f for f in os.listdir(pdir) if f.endswith(".log"))
+        if clean:
+            # the clean load checks each segment from its last index entry to its end
+            seg = rng.choice(segs)
+            index = os.path.join(pdir, seg[:-4] + ".index")
+            lo = 0
+            if os.path.exists(index) and os.path.getsize(index) >= 8:
+                with open(index, "rb") as f:
+                    f.seek(os.path.getsize(index) // 8 * 8 - 8)
+                    lo = int.from_bytes(f.read(8)[4:], "big")
+        else:
+            held = [b for b in pristine_snap.batches[name] if b[4] >= rp_offset]
+            if not held:
+                kind = "log-truncate"
+                seg, lo = segs[-1], os.path.getsize(os.path.join(pdir, segs[-1]))
+            else:
+                first = held[0]
+                seg = rng.choice(sorted({b[0] for b in held}))
+                lo = first[1] if seg == first[0] else 0
+        mutation = "truncate" if kind == "log-truncate" else rng.choice(("flip", "garbage", "zero"))
+        path = os.path.join(pdir, seg)
+        old_size = os.path.getsize(path)
+        did = _mutate(path, mutation, rng, lo)
+        if did.startswith("extended"):
+            damage_at = (seg, old_size)
+        elif mutation != "truncate":
+            damage_at = (seg, int(did.rsplit(" ", 1)[1]))
+        else:
+            damage_at = (seg, os.path.getsize(path))
+        target = f"{name}/{seg}"
+    elif kind in DERIVED:
+        if kind == "leader-epoch-checkpoint":
+            files = ["leader-epoch-checkpoint"]
+        else:
+            files = sorted(f for f in os.listdir(pdir) if f.endswith(SUFFIX[kind]))
+        if not files:
+            return Outcome(f"{kind} of {name}: none to damage", [], 0, False)
+        target = f"{name}/{rng.choice(files)}"
+        did = _mutate(os.path.join(work, target), mutation, rng)
+    elif kind == "marker":
+        target = checkpoint.CLEAN_SHUTDOWN_FILE
+        if clean:
+            did = _mutate(marker, rng.choice(("garbage", "empty", "random", "extend")), rng)
+        else:
+            did = "absent"
+    else:
+        target = kind
+        path = os.path.join(work, kind)
+        if not os.path.exists(path):
+            checkpoint.write_offsets(path, {})
+        did = _mutate(path, mutation, rng)
+    case = f"{target}: {did} ({'clean' if clean else f'unclean, recovery point {rp_offset}'})"
+
+    handler = _Warnings()
+    logging.getLogger("kafka_compat.storage").addHandler(handler)
+    storage_log = logging.getLogger("kafka_compat.storage")
+    storage_log.setLevel(logging.WARNING)
+    propagate, storage_log.propagate = storage_log.propagate, False   # counted here, not printed
+    problems = []
+    m = manager(work)
+    try:
+        try:
+            m.startup(background=False)
+            _clean(m)
+            snap = observe(m)
+        except Exception as exc:  # noqa: BLE001 - a crash is the finding
+            return Outcome(case, [f"load failed: {type(exc).__name__}: {exc}"], handler.count, False)
+        problems += snap.bad
+        truncated = False
+        for part in PARTITIONS:
+            want = pristine_snap.records[part]
+            start = snap.start[part]
+            # a start inside a batch serves the whole batch; a client skips what is below its offset
+            got = [r for r in snap.records[part] if r[0] >= start]
+            expect = [r for r in want if r[0] >= start][: len(got)]
+            if got != expect:
+                problems.append(f"{part}: served records differ from the pristine ones from offset {start}")
+                continue
+            lost = [r for r in want if r[0] >= start][len(got):]
+            if kind in LOG and part == name:
+                truncated = bool(lost)
+                seg, at = damage_at
+                before = [b for b in pristine_snap.batches[part]
+                          if (b[0], b[1] + b[2]) <= (seg, at) or b[0] < seg]
+                keep_to = before[-1][4] + 1 if before else 0
+                if snap.end[part] < min(keep_to, pristine_snap.end[part]):
+                    problems.append(f"{part}: truncated to {snap.end[part]}, below the damage at {seg}:{at} "
+                                    f"(offsets below {keep_to} were valid)")
+            elif lost and not (kind == checkpoint.LOG_START_OFFSET_CHECKPOINT):
+                problems.append(f"{part}: {len(lost)} records lost after damage to {target}")
+            if not lost and start == pristine_snap.start[part]:
+                if part.startswith("kv"):
+                    # compaction removed the first batches of some epochs: rebuilt from the log, an
+                    # epoch starts at its first surviving batch, as in Kafka
+                    first = dict(pristine_snap.epochs[part])
+                    if any(e not in first or s < first[e] for e, s in snap.epochs[part]) or \
+                            [e for e, _ in snap.epochs[part][-1:]] != [e for e, _ in pristine_snap.epochs[part][-1:]]:
+                        problems.append(f"{part}: epochs {snap.epochs[part]} do not fit the pristine "
+                                        f"{pristine_snap.epochs[part]}")
+                    snap.epochs[part] = pristine_snap.epochs[part]
+                if kind == "txnindex" and part == name and mutation in ("delete", "empty", "truncate") and \
+                        snap.aborted[part] != pristine_snap.aborted[part]:
+                    # entries gone from a .txnindex cannot be told from entries never written without
+                    # scanning every batch at load; Kafka does not look either (the README says so)
+                    snap.aborted[part] = pristine_snap.aborted[part]
+                    limits.append(case)
+                for what in ("producers", "epochs", "aborted"):
+                    if getattr(snap, what)[part] != getattr(pristine_snap, what)[part]:
+                        problems.append(f"{part}: {what} differ from the pristine ones: "
+                                        f"{getattr(snap, what)[part]} != {getattr(pristine_snap, what)[part]}")
+        for (topic, p), lg in m.logs.items():
+            for r in rng.sample(snap.records[f"{topic}-{p}"], min(3, len(snap.records[f"{topic}-{p}"]))):
+                got = lg.read(r[0], 1, FetchIsolation.LOG_END, True).records.read_bytes()
+                views = list(batches(got))
+                if not views or not views[0].base_offset <= r[0] <= views[0].last_offset:
+                    problems.append(f"{topic}-{p}: a read at {r[0]} did not start with the batch holding it")
+            end = lg.log_end_offset
+            lg.append_as_leader(_batch([(b"after", b"damage")]), 5)
+            tail = lg.read(end, 1 << 20, FetchIsolation.LOG_END, True).records.read_bytes()
+            if [bytes(r.value) for v in batches(tail) for r in v.records()] != [b"damage"]:
+                problems.append(f"{topic}-{p}: an append after loading did not read back")
+        return Outcome(case, problems, handler.count, truncated)
+    finally:
+        storage_log.removeHandler(handler)
+        storage_log.propagate = propagate
+        m.shutdown()
+
+
+def campaign(count: int, seed: int, root: str | None = None, progress=None) -> dict:
+    """Run ``count`` corruptions; returns the figures and every case that went wrong."""
+    rng = random.Random(seed)
+    if root is None and os.path.isdir("/dev/shm"):
+        root = "/dev/shm"   # thousands of copies of a small log dir: memory, not the shared disk
+    base = tempfile.mkdtemp(prefix="corruption-", dir=root)
+    try:
+        pristine = os.path.join(base, "pristine")
+        write_pristine(pristine, rng)
+        m = manager(pristine)
+        m.startup(background=False)
+        pristine_snap = observe(m)
+        m.shutdown()
+        os.unlink(os.path.join(pristine, checkpoint.REPLICATION_OFFSET_CHECKPOINT)) \
+            if os.path.exists(os.path.join(pristine, checkpoint.REPLICATION_OFFSET_CHECKPOINT)) else None
+        assert not pristine_snap.bad, pristine_snap.bad
+        failures, warned, truncated, kinds, limits = [], 0, 0, {}, []
+        t0 = time.monotonic()
+        for i in range(count):
+            out = corrupt_and_check(pristine, pristine_snap, os.path.join(base, "work"), rng, limits)
+            kind = out.case.split(":")[0].split("/")[-1].split(".")[-1]
+            kinds[kind] = kinds.get(kind, 0) + 1
+            warned += out.warnings > 0
+            truncated += out.truncated
+            if out.problems:
+                failures.append((out.case, out.problems))
+            if progress:
+                progress(i, out)
+        return {"corruptions": count, "failures": failures, "with_warnings": warned, "log_truncated": truncated,
+                "seconds": round(time.monotonic() - t0, 1), "by_file": kinds, "known_limits": limits}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="damage log dir files, reload, check what is served")
+    ap.add_argument("--corruptions", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.CRITICAL)
+
+    def progress(i, out):
+        if args.verbose or out.problems:
+            print(f"{i:5d} {out.case}{': ' + '; '.join(out.problems) if out.problems else ''}", flush=True)
+    result = campaign(args.corruptions, args.seed, progress=progress)
+    print(f"{result['corruptions']} corruptions in {result['seconds']} s: {len(result['failures'])} failed, "
+          f"{result['with_warnings']} loads warned, {result['log_truncated']} logs truncated, "
+          f"{len(result['known_limits'])} hit the known limit (a .txnindex losing entries); "
+          f"by file: {result['by_file']}")
+    return 1 if result["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
