@@ -13,6 +13,7 @@ import time
 from typing import Callable
 
 from .connection import Connection
+from .connection_quotas import ConnectionQuotas
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,8 @@ class BrokerStartError(Exception):
 class SocketServer:
     def __init__(self, endpoints, handle: Callable, supported_versions: dict, *, max_request_bytes: int,
                  send_buffer_bytes: int = 102400, receive_buffer_bytes: int = 102400,
-                 connections_max_idle_ms: int | None = 600000, backlog: int = 1024):
+                 connections_max_idle_ms: int | None = 600000, backlog: int = 1024,
+                 connection_quotas: ConnectionQuotas | None = None):
         self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
         self.handle = handle
         self.supported_versions = supported_versions
@@ -34,6 +36,7 @@ class SocketServer:
         self.connections_max_idle_ms = connections_max_idle_ms
         self.backlog = backlog
         self.connections: set[Connection] = set()
+        self.connection_quotas = connection_quotas or ConnectionQuotas()
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: list = []                     # the endpoints with the ports actually bound
         self._idle_timer: asyncio.TimerHandle | None = None

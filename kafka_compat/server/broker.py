@@ -19,6 +19,7 @@ from base64 import urlsafe_b64encode
 from kafka_compat.storage.log_manager import LogManager
 
 from ..group import GroupCoordinator
+from ..network.connection_quotas import ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from .api_versions import ApiVersionsApi
@@ -78,6 +79,7 @@ class Broker:
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         cfg = self.config
+        connection_quotas = self._connection_quotas()       # a bad overrides value stops us before any work
         if self._retain_freed_buffers:
             retain_freed_buffers()
         self.cluster_id = self._prepare_dirs()
@@ -111,7 +113,7 @@ class Broker:
             cfg.listeners, self.apis.handle, self.apis.supported_versions(),
             max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+            connections_max_idle_ms=cfg["connections.max.idle.ms"], connection_quotas=connection_quotas)
         try:
             await self.socket_server.start()
         except BrokerStartError:
@@ -121,6 +123,14 @@ class Broker:
         self.started = True
         log.info("kafka-compat node %d serving %s (cluster %s)", self.broker_id,
                  ", ".join(f"{b.listener_name}://{b.host or ''}:{b.port}" for b in self.bound), self.cluster_id)
+
+    def _connection_quotas(self) -> ConnectionQuotas:
+        cfg = self.config
+        try:
+            overrides = parse_overrides(cfg["max.connections.per.ip.overrides"])
+        except ValueError as e:
+            raise BrokerStartError(str(e)) from e
+        return ConnectionQuotas(cfg["max.connections"], cfg["max.connections.per.ip"], overrides)
 
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
