@@ -24,6 +24,7 @@ from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from .api_versions import ApiVersionsApi
 from .configs import ConfigsApi
+from .controller_mutation_quota import ControllerMutationQuotaManager, default_user_quota
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
 from .describe_cluster import DescribeClusterApi
@@ -134,17 +135,20 @@ class Broker:
 
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
+        quotas = ControllerMutationQuotaManager(default_user_quota(cfg["controller.mutation.rate.default"]),
+                                                window_num=cfg["controller.quota.window.num"],
+                                                window_size_seconds=cfg["controller.quota.window.size.seconds"])
         return [
             ApiVersionsApi(advertised_api_versions()),
             ProduceApi(rm, cache),
             FetchApi(rm, cache),
             OffsetsApi(rm),
-            MetadataApi(cfg, cache, controller),
+            MetadataApi(cfg, cache, controller, quotas),
             InitProducerIdApi(ProducerIdManager(self.log_dirs[0])),
             FindCoordinatorApi(self.group_coordinator, cache),
             GroupsApi(self.group_coordinator, cache),
-            CreateTopicsApi(cfg, cache, controller),
-            DeleteTopicsApi(cfg, cache, controller),
+            CreateTopicsApi(cfg, cache, controller, quotas),
+            DeleteTopicsApi(cfg, cache, controller, quotas),
             DescribeClusterApi(cache),
             DescribeLogDirsApi(rm),
             DescribeProducersApi(rm, cache),

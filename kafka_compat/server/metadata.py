@@ -16,8 +16,10 @@ import logging
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
+from .controller_mutation_quota import ControllerMutationQuotaManager, unlimited
 from .metadata_cache import MetadataCache, TopicMetadata
 from .registry import handles
+from .topics import validate_name
 
 AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
 # With no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
@@ -73,10 +75,12 @@ def partition_entries(cache: MetadataCache, topic: TopicMetadata, listener: str 
 
 
 class MetadataApi:
-    def __init__(self, config, metadata_cache: MetadataCache, controller):
+    def __init__(self, config, metadata_cache: MetadataCache, controller,
+                 quotas: ControllerMutationQuotaManager | None = None):
         self.config = config
         self.metadata_cache = metadata_cache
         self.controller = controller            # auto-creation goes through it
+        self.quotas = quotas or unlimited()     # and takes from the client's controller mutation quota
 
     def _topic_entry(self, topic: TopicMetadata, listener, include_ops: bool, version: int):
         return MetadataResponse.MetadataResponseTopic(
@@ -100,6 +104,7 @@ class MetadataApi:
         else:
             allow_create = self.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)
             wanted = []
+            quota = self.quotas.quota_for_request(request, strict=True) if allow_create else None
             for t in req.topics:
                 if t.name is None:
                     topic = cache.topic_by_id(t.topic_id)
@@ -109,9 +114,14 @@ class MetadataApi:
                 topic = cache.get_topic(t.name)
                 if topic is None and allow_create:
                     try:
+                        validate_name(t.name)
+                        quota.record(self.config["num.partitions"])
                         created = self.controller.create_topic(t.name)
                     except KafkaError as e:
-                        wanted.append(self._error_entry(e.error_code, t.name))
+                        # a client over its quota is told the topic is unknown, and asks again later
+                        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION \
+                            if e.error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED else e.error_code
+                        wanted.append(self._error_entry(code, t.name))
                         continue
                     if inspect.isawaitable(created):
                         # a cluster's controller makes the partitions; until they have leaders, say so
