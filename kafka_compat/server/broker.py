@@ -162,6 +162,8 @@ class Broker:
             await self.socket_server.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
+        if self.controller is not None:
+            self.controller.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:

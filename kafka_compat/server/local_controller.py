@@ -7,8 +7,20 @@ ReplicaManager (LeaderAndIsr) and cluster metadata to the MetadataCache
 persist in the TopicRegistry beside the logs, every partition leads here in
 epoch 0 with ISR = {this broker}, and the same two calls publish it, so the
 request handlers cannot tell a single node from a cluster member.
+
+Making or deleting a partition's log costs file-system work (directories, files,
+fsyncs: milliseconds each), so a topic of thousands of partitions must not be
+made in one go on the event loop, where it would hold every client up for a
+minute. The first PUBLISH_CHUNK partitions are published at once and the rest
+a chunk per event-loop turn; until then Metadata shows them without a leader
+(LEADER_NOT_AVAILABLE, which clients retry), as a Kafka cluster does while its
+controller works. Deletion goes the same way, after the topic has left the
+metadata, and a topic made again under the same name first finishes it.
 """
 from __future__ import annotations
+
+import asyncio
+import logging
 
 from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 
@@ -19,6 +31,8 @@ from .topics import Topic, TopicRegistry, validate_name
 
 MAX_PARTITIONS = 100000
 LEADER_EPOCH = 0
+PUBLISH_CHUNK = 32                      # partitions whose logs are made or deleted in one event-loop turn
+log = logging.getLogger(__name__)
 
 
 class LocalController:
@@ -29,12 +43,18 @@ class LocalController:
         self.metadata_cache = metadata_cache
         self.replica_manager: ReplicaManager | None = None
         self.on_topic_deleted: list = []      # callbacks(topic name, partition count)
+        self._deleting: dict[str, list[int]] = {}   # topic -> partitions whose logs are still to delete
+        self.stopped = False
 
     def startup(self, replica_manager: ReplicaManager) -> None:
         """Publish every known topic: its partitions lead here (their logs load now)."""
         self.replica_manager = replica_manager
         for topic in list(self.topics.topics.values()):
-            self._publish(topic, 0)
+            self._publish(topic, 0, chunked=False)      # before the listeners open: all at once
+
+    def shutdown(self) -> None:
+        """No more chunks: the replica manager and the logs are about to close."""
+        self.stopped = True
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         """A topic's config overrides (Kafka's ConfigRepository.topicConfig); {} for none."""
@@ -45,11 +65,35 @@ class LocalController:
         """The broker's topic defaults under the topic's overrides, as storage wants them."""
         return log_config(self.config, self.topic_configs(topic))
 
-    def _publish(self, topic: Topic, first_new: int) -> None:
+    def _publish(self, topic: Topic, first_new: int, chunked: bool = True) -> None:
+        end = topic.partitions
+        now = end if not chunked else min(end, first_new + PUBLISH_CHUNK)
+        if now < end:
+            me = self.broker_id
+            self.metadata_cache.update_partitions(topic.name, topic.topic_id, {
+                i: PartitionState(-1, LEADER_EPOCH, (me,), (me,)) for i in range(now, end)})
+        self._publish_range(topic, first_new, now)
+        if now < end:
+            asyncio.get_running_loop().call_soon(self._publish_later, topic.name, topic.topic_id, now, end)
+
+    def _publish_range(self, topic: Topic, first: int, end: int) -> None:
         me = self.broker_id
-        states = {i: PartitionState(me, LEADER_EPOCH, (me,), (me,)) for i in range(first_new, topic.partitions)}
-        self.metadata_cache.update_partitions(topic.name, topic.topic_id, states)
+        states = {i: PartitionState(me, LEADER_EPOCH, (me,), (me,)) for i in range(first, end)}
         self.replica_manager.become_leader_or_follower(topic.name, topic.topic_id, states)
+        self.metadata_cache.update_partitions(topic.name, topic.topic_id, states)
+
+    def _publish_later(self, name: str, topic_id: bytes, first: int, end: int) -> None:
+        topic = self.topics.get(name)
+        if topic is None or topic.topic_id != topic_id or self.stopped:
+            return                              # deleted (or deleted and made again) meanwhile
+        now = min(end, first + PUBLISH_CHUNK)
+        try:
+            self._publish_range(topic, first, now)
+        except Exception:
+            log.exception("publishing partitions %d..%d of %s failed", first, now - 1, name)
+            return
+        if now < end:
+            asyncio.get_running_loop().call_soon(self._publish_later, name, topic_id, now, end)
 
     def check_configs(self, configs: dict[str, str]) -> dict[str, str]:
         """Validate topic-level overrides; raise ConfigError (INVALID_CONFIG) on a bad one."""
@@ -87,6 +131,7 @@ class LocalController:
         partitions, _ = self.check_new_topic(name, partitions, replication_factor, configs)
         if validate_only:
             return None
+        self._finish_deleting(name)
         topic = self.topics.create(name, partitions, configs)
         self._publish(topic, 0)
         return topic
@@ -99,10 +144,35 @@ class LocalController:
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         self.topics.delete(name)
         self.metadata_cache.remove_topic(name)
-        self.replica_manager.stop_replicas(name, range(topic.partitions), delete=True)
+        self._finish_deleting(name)
+        first = list(range(min(topic.partitions, PUBLISH_CHUNK)))
+        self.replica_manager.stop_replicas(name, first, delete=True)
+        if topic.partitions > len(first):
+            self._deleting[name] = list(range(len(first), topic.partitions))
+            asyncio.get_running_loop().call_soon(self._delete_later, name)
         for callback in self.on_topic_deleted:
             callback(name, topic.partitions)
         return topic
+
+    def _delete_later(self, name: str) -> None:
+        rest = self._deleting.get(name)
+        if not rest or self.stopped:
+            return
+        chunk, self._deleting[name] = rest[:PUBLISH_CHUNK], rest[PUBLISH_CHUNK:]
+        if not self._deleting[name]:
+            del self._deleting[name]
+        try:
+            self.replica_manager.stop_replicas(name, chunk, delete=True)
+        except Exception:
+            log.exception("deleting partitions of %s failed", name)
+        if name in self._deleting:
+            asyncio.get_running_loop().call_soon(self._delete_later, name)
+
+    def _finish_deleting(self, name: str) -> None:
+        """Delete what is left of an earlier topic of this name now, before its name is used again."""
+        rest = self._deleting.pop(name, None)
+        if rest:
+            self.replica_manager.stop_replicas(name, rest, delete=True)
 
     def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         topic = self.topics.get(name)
