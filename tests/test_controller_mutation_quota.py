@@ -42,13 +42,16 @@ def test_token_bucket_refills_at_the_rate_and_is_shared_by_a_users_client_ids():
     m = ControllerMutationQuotaManager(default_user_quota(2.0), window_num=2, window_size_seconds=1,
                                        clock=lambda: now[0])
     q = m.quota_for_request(FakeRequest(19, 6, "a"))
-    q.record(10)                                     # burst 4: accepted, bucket at -6
-    assert q.throttle_time_ms == 3001                # 6 tokens at 2/s
+    q.record(7)                                      # burst 4: accepted, bucket at -3
+    assert q.throttle_time_ms == 1501                # 3 tokens at 2/s
     other = m.quota_for_request(FakeRequest(19, 6, "b"))   # another client id, same (ANONYMOUS) user
     with pytest.raises(Exception, match="throttling quota"):
         other.record(1)
-    m.quota_for_request(FakeRequest(19, 5, "b")).record(1)  # permissive: recorded, not refused
-    now[0] = 3.5                                     # -7 + 7 = 0: strict requests pass again
+    m.quota_for_request(FakeRequest(19, 5, "b")).record(1)  # permissive: recorded, not refused (-4)
+    m.quota_for_request(FakeRequest(19, 5, "b")).record(1)  # (-5)
+    with pytest.raises(Exception, match="throttling quota"):    # but not beyond a whole burst below zero
+        m.quota_for_request(FakeRequest(19, 5, "b")).record(1)
+    now[0] = 2.5                                     # -5 + 5 = 0: strict requests pass again
     m.quota_for_request(FakeRequest(19, 6, "a")).record(1)
     assert ControllerMutationQuotaManager(default_user_quota(None)).quota_for_request(
         FakeRequest(19, 6)).throttle_time_ms == 0
@@ -57,7 +60,7 @@ def test_token_bucket_refills_at_the_rate_and_is_shared_by_a_users_client_ids():
 def test_strict_and_permissive_quota_on_a_broker():
     with EmbeddedBroker(QUOTA) as b:
         c = WireClient("127.0.0.1", b.port)
-        first = create(c, 6, ("q1", 6))             # 1 token: accepted, the bucket goes to -5 (50 s)
+        first = create(c, 6, ("q1", 2))             # 1 token: accepted, the bucket goes to -1 (10 s)
         assert first.topics[0].error_code == ErrorCode.NONE
         r = create(c, 6, ("q2", 1), ("q3", 1))
         assert [t.error_code for t in r.topics] == [ErrorCode.THROTTLING_QUOTA_EXCEEDED] * 2
@@ -66,7 +69,7 @@ def test_strict_and_permissive_quota_on_a_broker():
         old = create(c, 5, ("q4", 1))               # v5 is permissive: created, with a throttle time
         assert old.topics[0].error_code == ErrorCode.NONE and old.throttle_time_ms > 0
         grown = c.call(37, 3, CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
-            name="q1", count=8, assignments=None)], timeout_ms=30000, validate_only=False))
+            name="q1", count=4, assignments=None)], timeout_ms=30000, validate_only=False))
         assert grown.results[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
         deleted = c.call(20, 5, DeleteTopicsRequest(topic_names=["q4"], timeout_ms=30000))
         assert deleted.responses[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
@@ -74,6 +77,8 @@ def test_strict_and_permissive_quota_on_a_broker():
                                             allow_auto_topic_creation=True))
         assert auto.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert metadata_names(c) == {"q1", "q4"}
+        again = create(c, 5, ("q5", 1))             # permissive, but now a whole burst below zero
+        assert again.topics[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
         c.sock.close()
 
 
