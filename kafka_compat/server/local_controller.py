@@ -11,8 +11,8 @@ request handlers cannot tell a single node from a cluster member.
 Making or deleting a partition's log costs file-system work (directories, files,
 fsyncs: milliseconds each), so a topic of thousands of partitions must not be
 made in one go on the event loop, where it would hold every client up for a
-minute. The first PUBLISH_CHUNK partitions are published at once and the rest
-a chunk per event-loop turn; until then Metadata shows them without a leader
+minute. Partitions are published for TURN_BUDGET_S at once and the rest as
+much per event-loop turn; until then Metadata shows them without a leader
 (LEADER_NOT_AVAILABLE, which clients retry), as a Kafka cluster does while its
 controller works. Deletion goes the same way, after the topic has left the
 metadata, and a topic made again under the same name first finishes it.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 
@@ -31,7 +32,7 @@ from .topics import Topic, TopicRegistry, validate_name
 
 MAX_PARTITIONS = 100000
 LEADER_EPOCH = 0
-PUBLISH_CHUNK = 32                      # partitions whose logs are made or deleted in one event-loop turn
+TURN_BUDGET_S = 0.05                    # time one event-loop turn may spend making or deleting logs
 log = logging.getLogger(__name__)
 
 
@@ -67,30 +68,37 @@ class LocalController:
 
     def _publish(self, topic: Topic, first_new: int, chunked: bool = True) -> None:
         end = topic.partitions
-        now = end if not chunked else min(end, first_new + PUBLISH_CHUNK)
+        now = self._publish_range(topic, first_new, end, TURN_BUDGET_S if chunked else None)
         if now < end:
             me = self.broker_id
             self.metadata_cache.update_partitions(topic.name, topic.topic_id, {
                 i: PartitionState(-1, LEADER_EPOCH, (me,), (me,)) for i in range(now, end)})
-        self._publish_range(topic, first_new, now)
-        if now < end:
             asyncio.get_running_loop().call_soon(self._publish_later, topic.name, topic.topic_id, now, end)
 
-    def _publish_range(self, topic: Topic, first: int, end: int) -> None:
+    def _publish_range(self, topic: Topic, first: int, end: int, budget: float | None) -> int:
+        """Lead partitions first.. of `topic` until `end` or until `budget` seconds are spent (at least
+        one); the first not done."""
         me = self.broker_id
-        states = {i: PartitionState(me, LEADER_EPOCH, (me,), (me,)) for i in range(first, end)}
-        self.replica_manager.become_leader_or_follower(topic.name, topic.topic_id, states)
-        self.metadata_cache.update_partitions(topic.name, topic.topic_id, states)
+        deadline = None if budget is None else time.monotonic() + budget
+        i = first
+        while i < end:
+            upto = end if deadline is None else i + 1
+            states = {p: PartitionState(me, LEADER_EPOCH, (me,), (me,)) for p in range(i, upto)}
+            self.replica_manager.become_leader_or_follower(topic.name, topic.topic_id, states)
+            self.metadata_cache.update_partitions(topic.name, topic.topic_id, states)
+            i = upto
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+        return i
 
     def _publish_later(self, name: str, topic_id: bytes, first: int, end: int) -> None:
         topic = self.topics.get(name)
         if topic is None or topic.topic_id != topic_id or self.stopped:
             return                              # deleted (or deleted and made again) meanwhile
-        now = min(end, first + PUBLISH_CHUNK)
         try:
-            self._publish_range(topic, first, now)
+            now = self._publish_range(topic, first, end, TURN_BUDGET_S)
         except Exception:
-            log.exception("publishing partitions %d..%d of %s failed", first, now - 1, name)
+            log.exception("publishing partitions %d.. of %s failed", first, name)
             return
         if now < end:
             asyncio.get_running_loop().call_soon(self._publish_later, name, topic_id, now, end)
@@ -145,11 +153,8 @@ class LocalController:
         self.topics.delete(name)
         self.metadata_cache.remove_topic(name)
         self._finish_deleting(name)
-        first = list(range(min(topic.partitions, PUBLISH_CHUNK)))
-        self.replica_manager.stop_replicas(name, first, delete=True)
-        if topic.partitions > len(first):
-            self._deleting[name] = list(range(len(first), topic.partitions))
-            asyncio.get_running_loop().call_soon(self._delete_later, name)
+        self._deleting[name] = list(range(topic.partitions))
+        self._delete_later(name)
         for callback in self.on_topic_deleted:
             callback(name, topic.partitions)
         return topic
@@ -158,14 +163,15 @@ class LocalController:
         rest = self._deleting.get(name)
         if not rest or self.stopped:
             return
-        chunk, self._deleting[name] = rest[:PUBLISH_CHUNK], rest[PUBLISH_CHUNK:]
-        if not self._deleting[name]:
-            del self._deleting[name]
+        deadline = time.monotonic() + TURN_BUDGET_S
         try:
-            self.replica_manager.stop_replicas(name, chunk, delete=True)
+            while rest and time.monotonic() < deadline:
+                self.replica_manager.stop_replicas(name, [rest.pop()], delete=True)
         except Exception:
             log.exception("deleting partitions of %s failed", name)
-        if name in self._deleting:
+        if not rest:
+            del self._deleting[name]
+        else:
             asyncio.get_running_loop().call_soon(self._delete_later, name)
 
     def _finish_deleting(self, name: str) -> None:
