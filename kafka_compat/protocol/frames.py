@@ -233,6 +233,25 @@ def frame_response(info: ApiInfo, version: int, correlation_id: int, body,
     return b
 
 
+def encode_request(api_key: int, version: int, body, correlation_id: int, client_id: str | None) -> bytes:
+    """A whole request frame (size prefix, header, body): what a client sends."""
+    info = APIS[api_key]
+    b = bytearray(4)
+    RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=correlation_id,
+                  client_id=client_id).encode_into(b, request_header_version(info, version))
+    body.encode_into(b, version)
+    _SIZE.pack_into(b, 0, len(b) - 4)
+    return bytes(b)
+
+
+def decode_response(api_key: int, version: int, frame) -> tuple[int, object]:
+    """(correlation id, body) of a response frame (without its size prefix)."""
+    info = APIS[api_key]
+    header, pos = ResponseHeader.decode(frame, response_header_version(info, version))
+    body, _ = info.response.decode(frame, version, pos)
+    return header.correlation_id, body
+
+
 def unsupported_api_versions_response(correlation_id: int, max_version: int = 4) -> bytes:
     """The v0 reply to an ApiVersions request of too high a version (KIP-511): only key 18 listed."""
     body = ApiVersionsResponse(

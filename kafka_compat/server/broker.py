@@ -18,11 +18,22 @@ from base64 import urlsafe_b64encode
 
 from kafka_compat.storage.log_manager import LogManager
 
+from ..configdef import ConfigError
+from ..endpoint import SecurityProtocol
 from ..group import GroupCoordinator
 from ..network.connection_quotas import ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
+from ..security.authorizer import configured_authorizer
+from ..security.channel_builder import listener_security
+from ..security.sasl_client import ClientSecurity, client_security
+from ..security.stores import SecurityStores, file_security_stores
+from ..security.zk_stores import zk_security_stores
+from ..transaction import TransactionCoordinator
+from ..zk.kafka_zk_client import KafkaZkClient
+from .acl_apis import AclApis
 from .api_versions import ApiVersionsApi
+from .auth_helper import AuthHelper
 from .configs import ConfigsApi
 from .controller_mutation_quota import ControllerMutationQuotaManager, default_user_quota
 from .create_topics import CreateTopicsApi
@@ -44,7 +55,11 @@ from .offsets import OffsetsApi
 from .produce import ProduceApi
 from .producer_id_manager import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .sasl_apis import SaslApis
+from .scram_apis import ScramApis
 from .topics import TopicRegistry
+from .transactions import TransactionsApi
+from .write_txn_markers import WriteTxnMarkersApi
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +68,8 @@ __all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_vers
 # Every request handler class; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
-                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi)
+                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi,
+                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
 
 
 def advertised_api_versions() -> dict[int, tuple[int, int]]:
@@ -61,10 +77,14 @@ def advertised_api_versions() -> dict[int, tuple[int, int]]:
 
 
 class Broker:
-    def __init__(self, config, *, retain_freed_buffers: bool = False):
-        """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process)."""
+    def __init__(self, config, *, retain_freed_buffers: bool = False, security_stores: SecurityStores | None = None):
+        """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
+        ``security_stores``: where ACLs and SCRAM credentials live. By default: in ZooKeeper when
+        zookeeper.connect is set (on a client of their own; the cluster wiring passes
+        zk_security_stores(its client) instead), else files in the first log dir."""
         self.config = config
         self._retain_freed_buffers = retain_freed_buffers
+        self.security_stores = security_stores
         self.broker_id = config.broker_id
         self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
         self.cluster_id: str | None = None
@@ -73,7 +93,13 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.txn_marker_writer: WriteTxnMarkersApi | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
         self.apis: KafkaApis | None = None
+        self.authorizer = None
+        self.listener_security: dict = {}
+        self._security_zk: KafkaZkClient | None = None     # the stores' own ZooKeeper client, when we made one
         self.socket_server: SocketServer | None = None
         self.started = False
 
@@ -84,6 +110,7 @@ class Broker:
         if self._retain_freed_buffers:
             retain_freed_buffers()
         self.cluster_id = self._prepare_dirs()
+        await asyncio.to_thread(self._security)            # the stores may read ZooKeeper: off the event loop
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
         # The flusher wakes at least every second so flush.ms is honoured even when
@@ -109,12 +136,22 @@ class Broker:
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
         self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
         await self.group_coordinator.startup()
+        self.producer_ids = ProducerIdManager(self.log_dirs[0])
+        # Markers for partitions led here take the WriteTxnMarkers handler's own path.
+        self.txn_marker_writer = WriteTxnMarkersApi(self.replica_manager, self.group_coordinator,
+                                                    self.group_coordinator.clock, AuthHelper(self.authorizer))
+        self.txn_coordinator = TransactionCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
+                                                      self.controller, self.producer_ids,
+                                                      self.txn_marker_writer.write_markers)
+        await self.txn_coordinator.startup()
         self.apis = KafkaApis(self._handlers())
         self.socket_server = SocketServer(
             cfg.listeners, self.apis.handle, self.apis.supported_versions(),
             max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"], connection_quotas=connection_quotas)
+            connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
+            failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
+            connection_quotas=connection_quotas)
         try:
             await self.socket_server.start()
         except BrokerStartError:
@@ -133,33 +170,75 @@ class Broker:
             raise BrokerStartError(str(e)) from e
         return ConnectionQuotas(cfg["max.connections"], cfg["max.connections.per.ip"], overrides)
 
+    def _security(self) -> None:
+        """Credential and ACL stores, the authorizer, and each listener's TLS and SASL settings."""
+        cfg = self.config
+        if self.security_stores is None and cfg["zookeeper.connect"]:
+            self._security_zk = KafkaZkClient.from_config(cfg).start()
+            self.security_stores = zk_security_stores(self._security_zk)
+        elif self.security_stores is None:
+            self.security_stores = file_security_stores(self.log_dirs[0])
+        try:
+            self.authorizer = configured_authorizer(cfg["authorizer.class.name"], cfg.originals,
+                                                    self.security_stores.acls)
+            self.listener_security = {
+                e.listener_name: listener_security(e.listener_name, e.security_protocol,
+                                                   cfg.listener_config(e.listener_name),
+                                                   self.security_stores.credentials)
+                for e in cfg.listeners if e.security_protocol is not SecurityProtocol.PLAINTEXT}
+        except (ConfigError, ValueError) as e:
+            raise BrokerStartError(str(e)) from e
+        self.security_stores.listen(self.authorizer)
+
+    def inter_broker_security(self) -> ClientSecurity:
+        """How this broker reaches the others' inter-broker listener (inter.broker.listener.name): that
+        listener's ssl.* settings, and sasl.mechanism.inter.broker.protocol with the username and password
+        of its JAAS configuration, as Kafka's inter-broker clients do. For network/client.py's connections
+        (network/client_channel.open_channel)."""
+        cfg = self.config
+        name = cfg.inter_broker_listener_name
+        protocol = cfg.listener_security_protocol_map.get(name)
+        if protocol is None:
+            raise ConfigError("inter.broker.listener.name", name, "no security protocol is mapped for it")
+        return client_security(protocol, cfg.listener_config(name), cfg["sasl.mechanism.inter.broker.protocol"],
+                               name)
+
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
+        auth = AuthHelper(self.authorizer)
         quotas = ControllerMutationQuotaManager(default_user_quota(cfg["controller.mutation.rate.default"]),
                                                 window_num=cfg["controller.quota.window.num"],
                                                 window_size_seconds=cfg["controller.quota.window.size.seconds"])
         return [
             ApiVersionsApi(advertised_api_versions()),
-            ProduceApi(rm, cache),
-            FetchApi(rm, cache),
-            OffsetsApi(rm),
-            MetadataApi(cfg, cache, controller, quotas),
-            InitProducerIdApi(ProducerIdManager(self.log_dirs[0])),
-            FindCoordinatorApi(self.group_coordinator, cache),
-            GroupsApi(self.group_coordinator, cache),
-            CreateTopicsApi(cfg, cache, controller, quotas),
-            DeleteTopicsApi(cfg, cache, controller, quotas),
-            DescribeClusterApi(cache),
-            DescribeLogDirsApi(rm),
-            DescribeProducersApi(rm, cache),
-            DescribeTopicPartitionsApi(cache, cfg),
-            ElectLeadersApi(cache),
-            ConfigsApi(self.broker_id, cache, cfg, controller),
+            ProduceApi(rm, cache, auth, self.txn_coordinator.handle_verify_partitions
+                       if cfg["transaction.partition.verification.enable"] else None),
+            FetchApi(rm, cache, auth),
+            OffsetsApi(rm, auth),
+            MetadataApi(cfg, cache, controller, auth, quotas),
+            InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),
+            FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache, auth),
+            GroupsApi(self.group_coordinator, cache, auth),
+            CreateTopicsApi(cfg, cache, controller, auth, quotas),
+            DeleteTopicsApi(cfg, cache, controller, auth, quotas),
+            DescribeClusterApi(cache, auth),
+            DescribeLogDirsApi(rm, auth),
+            DescribeProducersApi(rm, cache, auth),
+            DescribeTopicPartitionsApi(cache, cfg, auth),
+            ElectLeadersApi(cache, auth),
+            ConfigsApi(self.broker_id, cache, cfg, controller, auth),
+            SaslApis(),
+            AclApis(auth),
+            ScramApis(self.security_stores.credentials, auth),
+            TransactionsApi(self.txn_coordinator, cache, auth),
+            self.txn_marker_writer,
         ]
 
     async def stop(self) -> None:
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if self.txn_coordinator is not None:
+            await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.controller is not None:
@@ -169,6 +248,11 @@ class Broker:
         if self.log_manager is not None:
             await asyncio.to_thread(self.log_manager.shutdown)
             self.log_manager = None
+        if self.security_stores is not None:
+            self.security_stores.close()
+        if self._security_zk is not None:
+            await asyncio.to_thread(self._security_zk.close)
+            self._security_zk = None
         self.started = False
 
     # ------------------------------------------------------------ data directories
