@@ -1,6 +1,7 @@
 """The bounded fuzzing campaign CI runs on every change (the full one: `python -m interop.fuzz`).
 
-50,000 mutated golden frames over 16 connections at a real broker process, while a
+50,000 mutated golden frames over 16 connections at a real broker process (a quarter of the
+connections in or after a SASL/PLAIN login, itself sometimes damaged), while a
 confluent-kafka idempotent producer, a transactional producer and a read_committed
 consumer work beside them. Fails on a broker crash or unclean shutdown, a handler
 exception in the broker's log, an ApiVersions probe that waited more than a second (the

@@ -3,7 +3,7 @@
 `corpus` loads the request frames real clients sent (tests/golden/frames), `mutate`
 damages them (bit flips, boundary values in lengths and counts, truncation,
 extension, lying size prefixes, random bytes, splices, frames split at every
-byte), `campaign` sends them at a real broker process while a real client
+byte; on a SASL listener also the login's own frames), `campaign` sends them at a real broker process while a real client
 produces and consumes beside them and the broker's memory and event-loop latency
 are sampled. `atheris_target` drives the decoders and the frame reader with
 coverage guidance. Full size:

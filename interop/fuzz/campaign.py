@@ -29,13 +29,21 @@ from kafka_compat.history import History, Report, check
 from kafka_compat.testing import EmbeddedBroker
 
 from .companion import Companion
-from .corpus import load_requests
+from .corpus import SASL_PASSWORD, SASL_USER, load_requests, sasl_plain_handshake
 from .mutate import Case, Mutator
 
 WRITE_TIMEOUT = 5.0                                              # a connection not read that long is dropped
 # The fuzzer's clients are all the ANONYMOUS user: one controller mutation bucket of a partition a second
-# (burst 11) bounds the topics its garbled CreateTopics and Metadata requests can make.
-DEFAULT_OVERRIDES = {"controller.mutation.rate.default": "1"}
+# (burst 11) bounds the topics its garbled CreateTopics and Metadata requests can make. A second
+# listener takes SASL/PLAIN logins, for fuzzing in the middle of a handshake.
+DEFAULT_OVERRIDES = {
+    "controller.mutation.rate.default": "1",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        f'password="admin-secret" user_{SASL_USER}="{SASL_PASSWORD}";',
+}
+LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SASL_PLAINTEXT": "SASL_PLAINTEXT"}
 
 
 @dataclass
@@ -140,8 +148,10 @@ class Fuzzer:
     """Sends `frames` mutated frames over `connections` concurrent connections."""
 
     def __init__(self, port: int, mutator: Mutator, frames: int, connections: int = 16, hang: int = 8,
-                 max_per_connection: int = 64):
+                 max_per_connection: int = 64, sasl_port: int | None = None):
         self.port = port
+        self.sasl_port = sasl_port
+        self.sasl_frames = sasl_plain_handshake()
         self.mutator = mutator
         self.left = frames
         self.connections = connections
@@ -168,8 +178,9 @@ class Fuzzer:
         rng = self.mutator.rng
         r = self.result
         while self.left > 0:
+            sasl = self.sasl_port is not None and rng.random() < 0.25
             try:
-                reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                reader, writer = await asyncio.open_connection("127.0.0.1", self.sasl_port if sasl else self.port)
             except OSError:
                 await asyncio.sleep(0.05)
                 continue
@@ -178,6 +189,8 @@ class Fuzzer:
             drain = asyncio.create_task(self._discard(reader))
             keep = False
             try:
+                if sasl and not await self._sasl_prelude(writer, drain):
+                    continue
                 for _ in range(rng.randint(1, self.max_per_connection)):
                     if drain.done() or not self._take():
                         break
@@ -200,6 +213,21 @@ class Fuzzer:
                 else:
                     drain.cancel()
                     writer.transport.abort()
+
+    async def _sasl_prelude(self, writer: asyncio.StreamWriter, drain: asyncio.Task) -> bool:
+        """On the SASL listener: the handshake and the authentication, each sent as it is or damaged
+        (so the damage lands in the middle of a login); False when the connection is done with."""
+        rng = self.mutator.rng
+        for frame in self.sasl_frames:
+            if drain.done() or not self._take():
+                return False
+            case = self.mutator.mutate(frame) if rng.random() < 0.3 else Case([struct.pack(">i", len(frame)) + frame])
+            if not await self._send(writer, case):
+                self.left += 1
+                return False
+            if not case.framed:
+                return False
+        return True
 
     async def _send(self, writer: asyncio.StreamWriter, case: Case) -> bool:
         r = self.result
@@ -255,7 +283,7 @@ def run_campaign(frames: int, *, connections: int = 16, seed: int = 1, overrides
     data_dir = tempfile.mkdtemp(prefix="kafka-compat-fuzz-", dir=data_parent or memory_backed_dir())
     try:
         return _run(frames, connections, mutator, EmbeddedBroker({**DEFAULT_OVERRIDES, **(overrides or {})},
-                                                                 data_dir=data_dir),
+                                                                 data_dir=data_dir, listeners=LISTENERS),
                     companion, companion_rate, progress, keep_log)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -268,7 +296,7 @@ def _run(frames, connections, mutator, broker, companion, companion_rate, progre
         mate = Companion(broker.bootstrap, History(), rate=companion_rate).start() if companion else None
         probe = Probe(broker.port)
         probe.start()
-        fuzzer = Fuzzer(broker.port, mutator, frames, connections)
+        fuzzer = Fuzzer(broker.port, mutator, frames, connections, sasl_port=broker.ports["SASL_PLAINTEXT"])
         t0 = time.monotonic()
         reporter = None
         if progress is not None:

@@ -82,8 +82,10 @@ class Mutator:
 
     # -- whole cases
     def case(self) -> Case:
+        return self.mutate(self.rng.choice(self.seeds))
+
+    def mutate(self, seed_frame: bytes) -> Case:
         rng = self.rng
-        seed_frame = rng.choice(self.seeds)
         body = bytearray(seed_frame)
         names = []
         for _ in range(rng.choice((1, 1, 1, 2, 3))):
