@@ -6,8 +6,8 @@ of a transaction that was committed or aborted. Consumers log every record they
 read (partition, offset, value). `check` then reports what a Kafka user was
 promised and did not get:
 
-- lost: acknowledged (and not aborted) but never read, though the consumers read
-  the partition past its offset or were meant to read everything;
+- lost: acknowledged (and, in a transaction, committed) but never read, though the
+  consumers read the partition past its offset or were meant to read everything;
 - duplicates: one sent value stored at two offsets;
 - divergent: one offset read with two different values;
 - offset_mismatch: read at another offset than the one acknowledged;
@@ -145,8 +145,8 @@ def check(history: History, *, read_all: bool = True) -> Report:
 
     for value, (partition, offset) in acks.items():
         txn = sends.get(value, (None, None, None))[2]
-        if value in stored or txn in aborted:
-            continue
+        if value in stored or (txn is not None and txn not in committed):
+            continue                    # aborted or never committed: nothing was promised
         if read_all or offset < furthest.get(partition, -1):
             report.lost.append((value, partition, offset))
     report.lost.sort(key=lambda x: (x[1], x[2]))

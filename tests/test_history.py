@@ -106,12 +106,19 @@ def test_reads_of_aborted_or_uncommitted_data():
     r = check(h)
     assert r.aborted_reads == [("a1", "t1", "c"), ("o1", "t2", "c")]
     assert not r.lost
-    # an aborted value that nobody read is not lost
+    # an aborted value, or one of a transaction never committed, that nobody read is not lost
     h = clean(1)
     h.send("t", "gone", txn="t9")
     h.ack("gone", 0, 1)
     h.abort("t9")
+    h.send("t", "open", txn="t10")
+    h.ack("open", 0, 2)
     assert check(h).ok
+    # a committed one is
+    h.send("t", "kept", txn="t11")
+    h.ack("kept", 0, 3)
+    h.commit("t11")
+    assert check(h).lost == [("kept", 0, 3)]
 
 
 def test_phantom_value():

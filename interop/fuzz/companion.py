@@ -123,9 +123,9 @@ class Companion:
 
         h = self.history
         acked = {e[1] for e in h.events if e[0] == "ack"}
-        aborted = {e[1] for e in h.events if e[0] == "abort"}
+        committed = {e[1] for e in h.events if e[0] == "commit"}
         txn_of = {e[2]: e[4] for e in h.events if e[0] == "send"}
-        want = {v for v in acked if txn_of.get(v) not in aborted}
+        want = {v for v in acked if txn_of.get(v) is None or txn_of[v] in committed}
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"{self.topic}-reader",
                       "isolation.level": "read_committed", "enable.auto.commit": False,
                       "auto.offset.reset": "earliest"})
