@@ -15,7 +15,10 @@ minute. Partitions are published for TURN_BUDGET_S at once and the rest as
 much per event-loop turn; until then Metadata shows them without a leader
 (LEADER_NOT_AVAILABLE, which clients retry), as a Kafka cluster does while its
 controller works. Deletion goes the same way, after the topic has left the
-metadata, and a topic made again under the same name first finishes it.
+metadata, and a topic made again under the same name first finishes it. The
+internal topics (__consumer_offsets, __transaction_state), made once by the
+broker itself, are made whole at once, so a coordinator is never asked for a
+partition that does not lead yet.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import time
 from kafka_compat.storage.log_config import LogConfig, validate_topic_configs
 
 from ..protocol.errors import ErrorCode, KafkaError
-from .metadata_cache import MetadataCache, PartitionState
+from .metadata_cache import INTERNAL_TOPICS, MetadataCache, PartitionState
 from .replica_manager import ReplicaManager
 from .topics import Topic, TopicRegistry, validate_name
 
@@ -141,7 +144,8 @@ class LocalController:
             return None
         self._finish_deleting(name)
         topic = self.topics.create(name, partitions, configs)
-        self._publish(topic, 0)
+        # the coordinators' own topics are made whole at once: their partitions must lead when asked for
+        self._publish(topic, 0, chunked=name not in INTERNAL_TOPICS)
         return topic
 
     def delete_topic(self, name: str) -> Topic:
