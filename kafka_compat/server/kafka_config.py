@@ -165,8 +165,7 @@ BROKER_CONFIG_DEF = (
     .define("controller.quota.window.num", INT, 11, at_least(1), LOW, "Samples of the controller mutation rate.")
     .define("controller.quota.window.size.seconds", INT, 1, at_least(1), LOW, "Length of each of those samples.")
     .define("controller.mutation.rate.default", DOUBLE, None, None, MEDIUM,
-            "Partitions a user may create or delete per second (not a Kafka key: Kafka's "
-            "/config/users/<default> controller_mutation_rate); unset for no quota.")
+            "Partitions per second a user may create or delete; unset: no quota (not a Kafka key).")
     .define(*_from_topic("compression.type", HIGH))
     .define(*_from_topic("compression.gzip.level", MEDIUM))
     .define(*_from_topic("compression.lz4.level", MEDIUM))
