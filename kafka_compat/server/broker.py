@@ -35,6 +35,7 @@ from .acl_apis import AclApis
 from .api_versions import ApiVersionsApi
 from .auth_helper import AuthHelper
 from .configs import ConfigsApi
+from .consumer_groups import ConsumerGroupsApi
 from .controller_mutation_quota import ControllerMutationQuotaManager, default_user_quota
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
@@ -67,13 +68,20 @@ __all__ = ["Broker", "BrokerStartError", "HANDLER_CLASSES", "advertised_api_vers
 
 # Every request handler class; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
-                   FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
-                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi,
-                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
+                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
+                   DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
+                   ElectLeadersApi, ConfigsApi, SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
 
 
-def advertised_api_versions() -> dict[int, tuple[int, int]]:
-    return supported_versions(HANDLER_CLASSES)
+def enabled_handler_classes(config=None) -> tuple:
+    """The handler classes this configuration serves: the KIP-848 APIs only with the consumer protocol on."""
+    if config is None or "consumer" in config["group.coordinator.rebalance.protocols"]:
+        return HANDLER_CLASSES
+    return tuple(c for c in HANDLER_CLASSES if c is not ConsumerGroupsApi)
+
+
+def advertised_api_versions(config=None) -> dict[int, tuple[int, int]]:
+    return supported_versions(enabled_handler_classes(config))
 
 
 class Broker:
@@ -135,6 +143,8 @@ class Broker:
                                                   self.controller)
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
         self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
+        # Consumer groups reassign when their topics appear, go or grow.
+        self.metadata_cache.add_topic_listener(self.group_coordinator.on_topics_changed)
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(self.log_dirs[0])
         # Markers for partitions led here take the WriteTxnMarkers handler's own path.
@@ -209,8 +219,8 @@ class Broker:
         quotas = ControllerMutationQuotaManager(default_user_quota(cfg["controller.mutation.rate.default"]),
                                                 window_num=cfg["controller.quota.window.num"],
                                                 window_size_seconds=cfg["controller.quota.window.size.seconds"])
-        return [
-            ApiVersionsApi(advertised_api_versions()),
+        handlers = [
+            ApiVersionsApi(advertised_api_versions(cfg)),
             ProduceApi(rm, cache, auth, self.txn_coordinator.handle_verify_partitions
                        if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, auth),
@@ -227,12 +237,15 @@ class Broker:
             DescribeTopicPartitionsApi(cache, cfg, auth),
             ElectLeadersApi(cache, auth),
             ConfigsApi(self.broker_id, cache, cfg, controller, auth),
+            ConsumerGroupsApi(self.group_coordinator, cache, auth),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
             TransactionsApi(self.txn_coordinator, cache, auth),
             self.txn_marker_writer,
         ]
+        enabled = enabled_handler_classes(cfg)
+        return [h for h in handlers if type(h) in enabled]
 
     async def stop(self) -> None:
         if self.socket_server is not None:

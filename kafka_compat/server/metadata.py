@@ -112,7 +112,9 @@ class MetadataApi:
             wanted = []
             quota = self.quotas.quota_for_request(request, strict=True) if allow_create else None
             for t in req.topics:
-                if t.name is None:
+                # By id: a null name, or (the Java client 4.x, for broker-side regex subscriptions)
+                # an empty name beside a topic id.
+                if t.name is None or (not t.name and t.topic_id != ZERO_UUID):
                     topic = cache.topic_by_id(t.topic_id)
                     if topic is None:
                         wanted.append(self._error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, t.topic_id))
