@@ -61,6 +61,29 @@ def test_reader_uses_buffered_protocol_shape():
     assert all(isinstance(f, bytearray) for f in got)     # writable: offsets are assigned in place
 
 
+def test_large_frame_buffer_grows_with_the_bytes_received():
+    """A size prefix that lies costs memory only for what really arrives."""
+    import tracemalloc
+
+    frame = bytes(range(256)) * 2000                       # 512000 bytes
+    for initial, chunk in ((65536, 1000), (65536, 70000), (1 << 20, 4096)):
+        r = FrameReader(initial=initial)
+        got = []
+        data = sized(frame) + sized(b"next")
+        for i in range(0, len(data), chunk):
+            r.feed(data[i:i + chunk])
+            got += r.frames()
+        assert got == [frame, b"next"]
+    tracemalloc.start()
+    try:
+        r = FrameReader(initial=1 << 20)
+        r.feed(struct.pack(">i", 90 * 1024 * 1024) + b"x" * 100)
+        assert r.frames() == []
+        assert tracemalloc.get_traced_memory()[1] < 3 * 1024 * 1024
+    finally:
+        tracemalloc.stop()
+
+
 def test_oversized_frame_is_refused_before_allocation():
     r = FrameReader(max_frame_size=1000)
     with pytest.raises(FrameError, match="socket.request.max.bytes"):

@@ -71,11 +71,19 @@ class Connection(asyncio.BufferedProtocol):
         self.peer = None
         self.last_active = time.monotonic()
         self.busy = False               # an answer is being waited for: not idle, later frames queue
+        self.counted = False            # counted against max.connections / max.connections.per.ip
 
     # -- asyncio callbacks
     def connection_made(self, transport):
         self.transport = transport
         self.peer = transport.get_extra_info("peername")
+        refused = self.server.connection_quotas.try_acquire(self.peer_ip)
+        if refused is not None:
+            log.info("closing %s: %s", self.peer, refused)
+            self.closed = True
+            transport.abort()
+            return
+        self.counted = True
         set_buffer_sizes(transport.get_extra_info("socket"), self.server.send_buffer_bytes,
                          self.server.receive_buffer_bytes)
         self.server.connections.add(self)
@@ -134,6 +142,13 @@ class Connection(asyncio.BufferedProtocol):
     def connection_lost(self, exc):
         self.closed = True
         self.server.connections.discard(self)
+        if self.counted:
+            self.counted = False
+            self.server.connection_quotas.release(self.peer_ip)
+
+    @property
+    def peer_ip(self) -> str | None:
+        return self.peer[0] if isinstance(self.peer, tuple) and self.peer else None
 
     def close(self):
         self.closed = True

@@ -14,6 +14,7 @@ import time
 from typing import Callable, Mapping
 
 from .connection import Connection
+from .connection_quotas import ConnectionQuotas
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,8 @@ class SocketServer:
                  send_buffer_bytes: int = 102400, receive_buffer_bytes: int = 102400,
                  connections_max_idle_ms: int | None = 600000, backlog: int = 1024,
                  security: Mapping | None = None, failed_authentication_delay_ms: int = 100,
-                 request_done: Callable | None = None):
+                 request_done: Callable | None = None,
+                 connection_quotas: ConnectionQuotas | None = None):
         """``request_done(request, connection)``, if given, runs after each answer is written and returns
         the seconds to mute that connection for (KIP-219 throttling; 0 for none)."""
         self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
@@ -44,6 +46,7 @@ class SocketServer:
         # a TLS client that never finishes its handshake is idle: Kafka's idle timeout closes it
         self.ssl_handshake_timeout = connections_max_idle_ms / 1000 if connections_max_idle_ms else 60.0
         self.connections: set[Connection] = set()
+        self.connection_quotas = connection_quotas or ConnectionQuotas()
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: list = []                     # the endpoints with the ports actually bound
         self._idle_timer: asyncio.TimerHandle | None = None

@@ -50,12 +50,17 @@ class FrameReader:
 
     Frames up to `small` bytes are cut out of a shared receive buffer; a larger
     frame gets its own buffer the moment its size is known, and the rest of it
-    is received directly into that buffer.
+    is received directly into that buffer. That buffer starts at `initial` bytes
+    and doubles as it fills, so memory follows the bytes that really came: a size
+    prefix that promises 100 MB and sends nothing costs `initial`, not 100 MB
+    (frames up to `initial`, nearly every Produce, are still received without a copy).
     """
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME, small: int = 65536):
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME, small: int = 65536, initial: int = 1 << 20):
         self.max_frame_size = max_frame_size
         self._small = small
+        self._initial = max(initial, small)
+        self._big_size = 0
         self._buf = bytearray(small + 4)
         self._view = memoryview(self._buf)
         self._start = 0
@@ -68,6 +73,8 @@ class FrameReader:
     # -- BufferedProtocol shape
     def get_buffer(self, sizehint: int = -1) -> memoryview:
         if self._big is not None:
+            if self._big_fill == len(self._big):
+                self._grow_big()
             return self._big_view[self._big_fill:]
         if self._start == self._end:
             self._start = self._end = 0
@@ -80,7 +87,7 @@ class FrameReader:
     def buffer_updated(self, nbytes: int) -> None:
         if self._big is not None:
             self._big_fill += nbytes
-            if self._big_fill == len(self._big):
+            if self._big_fill == self._big_size:
                 self._frames.append(self._big)
                 self._big = self._big_view = None
             return
@@ -94,6 +101,7 @@ class FrameReader:
             target = self.get_buffer()
             n = min(len(target), len(data))
             target[:n] = data[:n]
+            del target                       # no export left on a buffer that may grow
             data = data[n:]
             self.buffer_updated(n)
 
@@ -103,6 +111,13 @@ class FrameReader:
     def frames(self) -> list[bytearray]:
         out, self._frames = self._frames, []
         return out
+
+    def _grow_big(self) -> None:
+        """Double the large frame's buffer (up to its announced size) once the bytes received fill it."""
+        big = self._big
+        self._big_view.release()
+        big.extend(bytes(min(len(big), self._big_size - len(big))))
+        self._big_view = memoryview(big)
 
     def _split(self) -> None:
         buf = self._buf
@@ -120,9 +135,9 @@ class FrameReader:
                 self._start = begin + size
                 continue
             if size > self._small:
-                big = bytearray(size)
+                big = bytearray(min(size, max(self._initial, have)))
                 big[:have] = buf[begin:self._end]
-                self._big, self._big_view, self._big_fill = big, memoryview(big), have
+                self._big, self._big_view, self._big_fill, self._big_size = big, memoryview(big), have, size
                 self._start = self._end = 0
             elif size + 4 > len(buf) - self._start:
                 self._buf[:have + 4] = buf[self._start:self._end]

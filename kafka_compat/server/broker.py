@@ -23,6 +23,7 @@ from ..configdef import ConfigError
 from ..controller.controller_metrics import ControllerMetrics
 from ..endpoint import SecurityProtocol
 from ..group import GroupCoordinator
+from ..network.connection_quotas import ConnectionQuotas, parse_overrides
 from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from ..properties import parse_properties
@@ -42,6 +43,7 @@ from .client_quotas import ClientQuotasApi
 from .config_store import ConfigStore, LocalConfigStore, ZkConfigStore
 from .configs import ConfigsApi
 from .consumer_groups import ConsumerGroupsApi
+from .controller_mutation_quota import ControllerMutationQuotaManager, default_user_quota
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
 from .describe_cluster import DescribeClusterApi
@@ -135,6 +137,7 @@ class Broker:
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         cfg = self.config
+        connection_quotas = self._connection_quotas()       # a bad overrides value stops us before any work
         if self._retain_freed_buffers:
             retain_freed_buffers()
         self.cluster_id = self._prepare_dirs()
@@ -194,7 +197,8 @@ class Broker:
             max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
-            failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"])
+            failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
+            connection_quotas=connection_quotas)
         try:
             await self.socket_server.start()
         except BrokerStartError:
@@ -222,6 +226,14 @@ class Broker:
         if self._stores_zk is None:
             self._stores_zk = KafkaZkClient.from_config(self.config).start()
         return self._stores_zk
+
+    def _connection_quotas(self) -> ConnectionQuotas:
+        cfg = self.config
+        try:
+            overrides = parse_overrides(cfg["max.connections.per.ip.overrides"])
+        except ValueError as e:
+            raise BrokerStartError(str(e)) from e
+        return ConnectionQuotas(cfg["max.connections"], cfg["max.connections.per.ip"], overrides)
 
     def _security(self) -> None:
         """Credential and ACL stores, the authorizer, and each listener's TLS and SASL settings."""
@@ -258,18 +270,21 @@ class Broker:
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
         auth = AuthHelper(self.authorizer)
+        quotas = ControllerMutationQuotaManager(default_user_quota(cfg["controller.mutation.rate.default"]),
+                                                window_num=cfg["controller.quota.window.num"],
+                                                window_size_seconds=cfg["controller.quota.window.size.seconds"])
         handlers = [
             ApiVersionsApi(advertised_api_versions(cfg)),
             ProduceApi(rm, cache, self.quotas, auth, self.txn_coordinator.handle_verify_partitions
                        if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, self.quotas, self.broker_topic_stats, auth),
             OffsetsApi(rm, auth),
-            MetadataApi(cfg, cache, controller, auth),
+            MetadataApi(cfg, cache, controller, auth, quotas),
             InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),
             FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache, auth),
             GroupsApi(self.group_coordinator, cache, auth),
-            CreateTopicsApi(cfg, cache, controller, auth),
-            DeleteTopicsApi(cfg, cache, controller, auth),
+            CreateTopicsApi(cfg, cache, controller, auth, quotas),
+            DeleteTopicsApi(cfg, cache, controller, auth, quotas),
             DescribeClusterApi(cache, auth),
             DescribeLogDirsApi(rm, auth),
             DescribeProducersApi(rm, cache, auth),
@@ -297,6 +312,8 @@ class Broker:
             await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
+        if self.controller is not None:
+            self.controller.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:

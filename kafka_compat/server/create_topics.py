@@ -17,20 +17,26 @@ from ..zk.zk_data import TopicPartition
 from .admin_manager import is_asynchronous, resolved, respond
 from .auth_helper import ALTER, CREATE, DESCRIBE_CONFIGS, NO_AUTHORIZER, TOPIC, AuthHelper
 from .config_helper import effective_topic_config
+from .controller_mutation_quota import ControllerMutationQuota, ControllerMutationQuotaManager, unlimited
 from .registry import handles
 from .topics import validate_name
 
+# Kafka's controller refuses a CreateTopics asking for more partitions in all (QuorumController's
+# MAX_RECORDS_PER_USER_OP), before looking at any topic.
+MAX_PARTITIONS_PER_REQUEST = 10000
 
 def _fail(code: ErrorCode, message: str):
     raise KafkaError(code, message)
 
 
 class CreateTopicsApi:
-    def __init__(self, config, metadata_cache, controller, auth: AuthHelper = NO_AUTHORIZER):
+    def __init__(self, config, metadata_cache, controller, auth: AuthHelper = NO_AUTHORIZER,
+                 quotas: ControllerMutationQuotaManager | None = None):
         self.config = config
         self.metadata_cache = metadata_cache
         self.controller = controller
         self.auth = auth
+        self.quotas = quotas or unlimited()
 
     def check_replicas(self, broker_ids: list[int], replication_factor: int | None) -> None:
         """Kafka's manual-assignment rules: live brokers, each once, one replication factor."""
@@ -89,8 +95,8 @@ class CreateTopicsApi:
     def _clustered(self) -> bool:
         return is_asynchronous(self.controller)
 
-    async def _create_one(self, t, validate_only: bool,
-                          show_configs: bool) -> CreateTopicsResponse.CreatableTopicResult:
+    async def _create_one(self, t, validate_only: bool, show_configs: bool,
+                          quota: ControllerMutationQuota) -> CreateTopicsResponse.CreatableTopicResult:
         """Name, existence, configs, then partitions, in the order Kafka's controller checks them.
         Without `show_configs` (DESCRIBE_CONFIGS on the topic) the answer leaves out the topic's settings."""
         validate_name(t.name)
@@ -107,6 +113,8 @@ class CreateTopicsApi:
         partitions, rf = self._requested_partitions(t)
         placement = {"assignments": {a.partition_index: list(a.broker_ids) for a in t.assignments}} \
             if self._clustered and t.assignments else {}
+        if not validate_only:
+            quota.record(partitions)
         topic = await resolved(self.controller.create_topic(t.name, partitions, rf, configs, validate_only,
                                                             **placement))
         if not show_configs:
@@ -133,6 +141,11 @@ class CreateTopicsApi:
         if self._clustered and not self.controller.is_active_controller():
             return CreateTopicsResponse(throttle_time_ms=0, topics=[
                 Result(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for t in req.topics])
+        if self._total_partitions(req.topics) > MAX_PARTITIONS_PER_REQUEST:
+            return CreateTopicsResponse(throttle_time_ms=0, topics=[
+                Result(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
+                       error_message="Excessively large number of partitions per request.") for t in req.topics])
+        quota = self.quotas.quota_for_request(request)
         counts = Counter(t.name for t in req.topics)
         auth = self.auth
         cluster_create = auth.authorize_cluster(request, CREATE)
@@ -146,7 +159,7 @@ class CreateTopicsApi:
                 continue
             try:
                 results.append(await self._create_one(t, req.validate_only,
-                                                      auth.authorize(request, DESCRIBE_CONFIGS, TOPIC, t.name)))
+                                                      auth.authorize(request, DESCRIBE_CONFIGS, TOPIC, t.name), quota))
             except KafkaError as e:
                 results.append(Result(name=t.name, error_code=e.error_code, error_message=e.message))
         for name in dict.fromkeys(t.name for t in req.topics if counts[t.name] > 1):
@@ -159,7 +172,19 @@ class CreateTopicsApi:
                 if r.name in leaderless:
                     r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
                     r.configs, r.num_partitions, r.replication_factor, r.topic_config_error_code = [], -1, -1, 0
-        return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+        return CreateTopicsResponse(throttle_time_ms=quota.throttle_time_ms, topics=results)
+
+    def _total_partitions(self, topics) -> int:
+        """Partitions asked for in all: assignments, else the count (-1: num.partitions)."""
+        total = 0
+        for t in topics:
+            if t.assignments:
+                total += len(t.assignments)
+            elif t.num_partitions == -1:
+                total += self.config["num.partitions"]
+            elif t.num_partitions > 0:
+                total += t.num_partitions
+        return total
 
     async def _leaderless(self, partition_counts: dict[str, int], timeout_ms: int) -> set[str]:
         """Kafka's DelayedCreatePartitions: the topics that still lack a leader for some partition when
@@ -169,10 +194,14 @@ class CreateTopicsApi:
         waiting = [TopicPartition(name, p) for name, count in partition_counts.items() for p in range(count)]
         return {tp.topic for tp in await self.controller.wait_for_leaders(waiting, timeout_ms)}
 
-    async def _add_partitions(self, t, validate_only: bool) -> None:
+    async def _add_partitions(self, t, validate_only: bool, quota: ControllerMutationQuota) -> None:
         topic = self.metadata_cache.get(t.name)
         if topic is None:
             _fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message)
+        if t.count - len(topic.partition_states) > MAX_PARTITIONS_PER_REQUEST:
+            _fail(ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+        if not validate_only and t.count > len(topic.partition_states):
+            quota.record(t.count - len(topic.partition_states))
         if self._clustered:
             # ZooKeeper's admin manager checks counts and placement against the topic's replication factor
             assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
@@ -201,6 +230,7 @@ class CreateTopicsApi:
         if self._clustered and not self.controller.is_active_controller():
             return CreatePartitionsResponse(throttle_time_ms=0, results=[
                 Result(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for t in req.topics])
+        quota = self.quotas.quota_for_request(request)
         counts = Counter(t.name for t in req.topics)
         results = [Result(name=n, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                    for n, c in counts.items() if c > 1]
@@ -212,7 +242,7 @@ class CreateTopicsApi:
                                       error_message=ErrorCode.TOPIC_AUTHORIZATION_FAILED.message))
                 continue
             try:
-                await self._add_partitions(t, req.validate_only)
+                await self._add_partitions(t, req.validate_only, quota)
                 results.append(Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
             except KafkaError as e:
                 results.append(Result(name=t.name, error_code=e.error_code, error_message=e.message))
@@ -223,4 +253,4 @@ class CreateTopicsApi:
             for r in results:
                 if r.name in leaderless:
                     r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
-        return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+        return CreatePartitionsResponse(throttle_time_ms=quota.throttle_time_ms, results=results)

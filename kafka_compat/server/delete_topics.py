@@ -13,15 +13,18 @@ from ..protocol.messages.delete_topics import DeleteTopicsResponse
 from ..protocol.primitives import ZERO_UUID
 from .admin_manager import is_asynchronous, resolved, respond
 from .auth_helper import DELETE, DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
+from .controller_mutation_quota import ControllerMutationQuotaManager, unlimited
 from .registry import handles
 
 
 class DeleteTopicsApi:
-    def __init__(self, config, metadata_cache, controller, auth: AuthHelper = NO_AUTHORIZER):
+    def __init__(self, config, metadata_cache, controller, auth: AuthHelper = NO_AUTHORIZER,
+                 quotas: ControllerMutationQuotaManager | None = None):
         self.config = config
         self.metadata_cache = metadata_cache
         self.controller = controller
         self.auth = auth
+        self.quotas = quotas or unlimited()
 
     def _may_delete(self, request, name: str) -> bool:
         """DELETE on the topic (ZooKeeper brokers), or on the cluster (accepted by KRaft controllers)."""
@@ -89,8 +92,11 @@ class DeleteTopicsApi:
             else:
                 doomed[topic.topic_id] = name
         outcomes = []
+        quota = self.quotas.quota_for_request(request)
         for topic_id, name in doomed.items():
             try:
+                topic = self.metadata_cache.get(name)
+                quota.record(len(topic.partition_states) if topic is not None else 0)
                 await resolved(self.controller.delete_topic(name))
                 outcomes.append((name, topic_id, ErrorCode.NONE, None))
             except KafkaError as e:
@@ -104,4 +110,4 @@ class DeleteTopicsApi:
             if name in remaining:
                 code, message = ErrorCode.REQUEST_TIMED_OUT, None
             answer(name, topic_id, code, message)
-        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+        return DeleteTopicsResponse(throttle_time_ms=quota.throttle_time_ms, responses=results)

@@ -17,8 +17,10 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
 from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, CREATE, DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
+from .controller_mutation_quota import ControllerMutationQuotaManager, unlimited
 from .metadata_cache import MetadataCache, TopicMetadata
 from .registry import handles
+from .topics import validate_name
 
 Partition = MetadataResponse.MetadataResponsePartition
 log = logging.getLogger(__name__)
@@ -69,11 +71,13 @@ def partition_entries(cache: MetadataCache, topic: TopicMetadata, listener: str 
 
 
 class MetadataApi:
-    def __init__(self, config, metadata_cache: MetadataCache, controller, auth: AuthHelper = NO_AUTHORIZER):
+    def __init__(self, config, metadata_cache: MetadataCache, controller, auth: AuthHelper = NO_AUTHORIZER,
+                 quotas: ControllerMutationQuotaManager | None = None):
         self.config = config
         self.metadata_cache = metadata_cache
         self.controller = controller            # auto-creation goes through it
         self.auth = auth
+        self.quotas = quotas or unlimited()     # auto-creation takes from the client's mutation quota
 
     def _topic_entry(self, request, topic: TopicMetadata, listener, include_ops: bool, version: int):
         return MetadataResponse.MetadataResponseTopic(
@@ -106,6 +110,7 @@ class MetadataApi:
         else:
             allow_create = self.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)
             wanted = []
+            quota = self.quotas.quota_for_request(request, strict=True) if allow_create else None
             for t in req.topics:
                 # By id: a null name, or (the Java client 4.x, for broker-side regex subscriptions)
                 # an empty name beside a topic id.
@@ -128,9 +133,14 @@ class MetadataApi:
                         wanted.append(self._error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, t.name))
                         continue
                     try:
+                        validate_name(t.name)
+                        quota.record(self.config["num.partitions"])
                         created = self.controller.create_topic(t.name)
                     except KafkaError as e:
-                        wanted.append(self._error_entry(e.error_code, t.name))
+                        # a client over its quota is told the topic is unknown, and asks again later
+                        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION \
+                            if e.error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED else e.error_code
+                        wanted.append(self._error_entry(code, t.name))
                         continue
                     if inspect.isawaitable(created):
                         # a cluster's controller makes the partitions; until they have leaders, say so
