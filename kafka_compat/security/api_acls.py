@@ -202,6 +202,7 @@ _TABLE = [
     ApiAcls(50, "DescribeUserScramCredentials", (_one(_cluster(Op.DESCRIBE)),)),
     ApiAcls(51, "AlterUserScramCredentials", (_one(_cluster(Op.ALTER)),)),
     ApiAcls(55, "DescribeQuorum", (_one(_cluster(Op.DESCRIBE)),)),
+    ApiAcls(56, "AlterPartition", _CLUSTER_ACTION),
     ApiAcls(57, "UpdateFeatures", (_one(_cluster(Op.ALTER)),)),
     ApiAcls(60, "DescribeCluster", _NONE,
             "cluster authorized operations are filled only with DESCRIBE on the cluster"),

@@ -55,6 +55,7 @@ from .alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResp
 from .describe_user_scram_credentials import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
 from .alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from .describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from .alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from .update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from .describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from .describe_producers import DescribeProducersRequest, DescribeProducersResponse
@@ -156,6 +157,7 @@ APIS = {
     50: ApiInfo(50, 'DescribeUserScramCredentials', DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, 0, 0, 0, ('broker', 'controller'), False),
     51: ApiInfo(51, 'AlterUserScramCredentials', AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, 0, 0, 0, ('broker', 'controller'), False),
     55: ApiInfo(55, 'DescribeQuorum', DescribeQuorumRequest, DescribeQuorumResponse, 0, 2, 0, ('broker', 'controller'), False),
+    56: ApiInfo(56, 'AlterPartition', AlterPartitionRequest, AlterPartitionResponse, 0, 3, 0, ('controller',), False),
     57: ApiInfo(57, 'UpdateFeatures', UpdateFeaturesRequest, UpdateFeaturesResponse, 0, 2, 0, ('broker', 'controller'), False),
     60: ApiInfo(60, 'DescribeCluster', DescribeClusterRequest, DescribeClusterResponse, 0, 2, 0, ('broker', 'controller'), False),
     61: ApiInfo(61, 'DescribeProducers', DescribeProducersRequest, DescribeProducersResponse, 0, 0, 0, ('broker',), False),
