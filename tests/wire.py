@@ -9,26 +9,14 @@ import asyncio
 import socket
 import struct
 
-from kafka_compat.protocol.frames import request_header_version, response_header_version
-from kafka_compat.protocol.messages import APIS
-from kafka_compat.protocol.messages.headers import RequestHeader, ResponseHeader
+from kafka_compat.protocol import frames
+from kafka_compat.protocol.frames import decode_response
+
+__all__ = ["WireClient", "AsyncWireClient", "encode_request", "decode_response"]
 
 
 def encode_request(api_key: int, version: int, body, correlation_id: int = 1, client_id: str = "wire") -> bytes:
-    info = APIS[api_key]
-    b = bytearray(4)
-    RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=correlation_id,
-                  client_id=client_id).encode_into(b, request_header_version(info, version))
-    body.encode_into(b, version)
-    struct.pack_into(">i", b, 0, len(b) - 4)
-    return bytes(b)
-
-
-def decode_response(api_key: int, version: int, frame: bytes):
-    info = APIS[api_key]
-    header, pos = ResponseHeader.decode(frame, response_header_version(info, version))
-    body, _ = info.response.decode(frame, version, pos)
-    return header.correlation_id, body
+    return bytes(frames.encode_request(api_key, version, correlation_id, body, client_id))
 
 
 class WireClient:

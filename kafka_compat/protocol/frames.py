@@ -11,6 +11,10 @@ classifies the ways a request can be unacceptable, because Kafka treats them
 differently: an ApiVersions request of too high a version still gets an
 answer (UNSUPPORTED_VERSION, v0 body), anything else unknown closes the
 connection.
+
+The other direction, for our own outbound client (a broker fetching from a
+leader, the controller sending LeaderAndIsr): `encode_request` frames a
+request, `response_correlation_id` and `decode_response` read the answer.
 """
 from __future__ import annotations
 
@@ -216,6 +220,42 @@ def frame_response(info: ApiInfo, version: int, correlation_id: int, body,
         holes.extend(h)
     _SIZE.pack_into(b, 0, size)
     return b
+
+
+class InvalidResponse(Exception):
+    """A response frame our codecs cannot read: the connection it came on is no longer usable."""
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, body,
+                   client_id: str | None = "kafka-compat") -> bytearray:
+    """A request frame: size prefix, the header version the API and version call for, the body."""
+    info = APIS[api_key]
+    b = bytearray(4)
+    RequestHeader(request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id,
+                  client_id=client_id).encode_into(b, request_header_version(info, api_version))
+    body.encode_into(b, api_version)
+    _SIZE.pack_into(b, 0, len(b) - 4)
+    return b
+
+
+def response_correlation_id(frame) -> int:
+    """The correlation id that opens every response header (v0 and v1 alike), to find its request."""
+    if len(frame) < 4:
+        raise InvalidResponse("response shorter than its correlation id")
+    return _SIZE.unpack_from(frame, 0)[0]
+
+
+def decode_response(api_key: int, api_version: int, frame) -> tuple[int, object]:
+    """(correlation id, body) of a response frame without its size prefix. Record fields stay views
+    into ``frame``. Raises InvalidResponse on anything the schema does not allow."""
+    info = APIS[api_key]
+    mv = frame if isinstance(frame, memoryview) else memoryview(frame)
+    try:
+        header, pos = ResponseHeader.decode(mv, response_header_version(info, api_version))
+        body, _ = info.response.decode(mv, api_version, pos)
+    except DecodeError as e:
+        raise InvalidResponse(f"{info.name} v{api_version} response: {e}") from e
+    return header.correlation_id, body
 
 
 def unsupported_api_versions_response(correlation_id: int, max_version: int = 4) -> bytes:
