@@ -68,8 +68,7 @@ def settings(tmp_path, **overrides) -> BrokerConfig:
 async def running(tmp_path, **overrides):
     b = Broker(settings(tmp_path, **overrides))
     await b.start()
-    if b.group_coordinator.manager.load_task is not None:
-        await b.group_coordinator.manager.load_task
+    await b.group_coordinator.manager.wait_loaded()
     try:
         yield b
     finally:
@@ -580,7 +579,7 @@ def test_restart_serves_committed_offsets_and_the_stable_group(tmp_path, monkeyp
                   coordinator.handle_heartbeat("g", member_id, None, generation),
                   coordinator.handle_list_groups(None, None)[0])
         gate.set()
-        await coordinator.manager.load_task
+        await coordinator.manager.wait_loaded()
         after_error, offsets = coordinator.handle_fetch_offsets("g", None, False)
         simple = coordinator.handle_fetch_offsets("simple", [("t", 0)], False)
         hb = coordinator.handle_heartbeat("g", member_id, None, generation)

@@ -59,12 +59,14 @@ class MemberSummary:
 
 
 class GroupCoordinator:
-    def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, clock=now_ms):
+    def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, clock=now_ms,
+                 offsets_replication_factor: int = 1):
         cfg = config
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.clock = clock
-        self.manager = GroupMetadataManager(config, replica_manager, metadata_cache, controller, clock)
+        self.manager = GroupMetadataManager(config, replica_manager, metadata_cache, controller, clock,
+                                            offsets_replication_factor)
         self.min_session_timeout_ms = cfg["group.min.session.timeout.ms"]
         self.max_session_timeout_ms = cfg["group.max.session.timeout.ms"]
         self.initial_rebalance_delay_ms = cfg["group.initial.rebalance.delay.ms"]
@@ -111,6 +113,15 @@ class GroupCoordinator:
     def partition_for(self, group_id: str) -> int:
         return self.manager.partition_for(group_id)
 
+    def on_election(self, offsets_partition: int, leader_epoch: int = -1) -> None:
+        """This broker became leader of a `__consumer_offsets` partition: load its groups."""
+        if self.active:
+            self.manager.on_election(offsets_partition, self._on_group_loaded)
+
+    def on_resignation(self, offsets_partition: int, leader_epoch: int = -1) -> None:
+        """It stopped leading one: its groups and offsets leave this broker's cache."""
+        self.manager.on_resignation(offsets_partition, self._on_group_unloaded)
+
     def find_coordinator(self, group_id: str) -> tuple[int, int]:
         """(error, broker id) of the coordinator of ``group_id``: the leader of its offsets partition."""
         if not self.active or not self.manager.ensure_topic():
@@ -121,13 +132,19 @@ class GroupCoordinator:
         return E.NONE, state.leader
 
     def validate_group_status(self, group_id: str | None, api: str) -> int | None:
-        """INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS, else None."""
+        """INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR,
+        else None."""
         if group_id is None or (not group_id and api not in _EMPTY_GROUP_ID_OK):
             return E.INVALID_GROUP_ID
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE
         if self.manager.is_group_loading(group_id):
             return E.COORDINATOR_LOAD_IN_PROGRESS
+        if not self.manager.is_group_local(group_id):
+            # the topic comes into being on first use; a single node then leads the group's partition
+            if self.manager.topic_exists() or not self.manager.ensure_topic() \
+                    or not self.manager.is_group_local(group_id):
+                return E.NOT_COORDINATOR
         return None
 
     # ------------------------------------------------------------ JoinGroup

@@ -3,16 +3,22 @@
 Every committed offset and every completed rebalance is appended to the
 partition `partition_for(group_id)` of the compacted internal topic, keyed as
 Kafka keys it, so that the log cleaner keeps only the latest value per key. The
-coordinator answers from the in-memory cache; the topic is read only when a
-broker starts, partition by partition, and a group whose partition is still
-loading gets COORDINATOR_LOAD_IN_PROGRESS.
+coordinator answers from the in-memory cache. A partition of the topic is read
+when this broker becomes its leader (`on_election`; at startup for those it
+already leads); a group whose partition is still loading gets
+COORDINATOR_LOAD_IN_PROGRESS, and one whose partition is led elsewhere
+NOT_COORDINATOR. When leadership moves away (`on_resignation`) its groups and
+offsets leave the cache.
 
 The topic is created on first use (FindCoordinator, or the first write) with
-`offsets.topic.num.partitions` partitions and `cleanup.policy=compact`.
+`offsets.topic.num.partitions` partitions, `cleanup.policy=compact` and the
+replication factor the composition root gives (offsets.topic.replication.factor
+in a cluster, where creation fails until that many brokers are alive).
 """
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from typing import Callable
 
@@ -142,7 +148,8 @@ def read_offsets_partition(replica_manager, index: int, load_buffer_size: int):
 
 
 class GroupMetadataManager:
-    def __init__(self, config, replica_manager, metadata_cache, controller, clock: Callable[[], int] = now_ms):
+    def __init__(self, config, replica_manager, metadata_cache, controller, clock: Callable[[], int] = now_ms,
+                 offsets_replication_factor: int = 1):
         cfg = config
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
@@ -151,6 +158,10 @@ class GroupMetadataManager:
         self.clock = clock
         self.groups: dict[str, ClassicGroup] = {}
         self.loading: set[int] = set()
+        self.owned: set[int] = set()            # partitions led here and loaded: their groups are ours
+        self._load_tasks: dict[int, asyncio.Task] = {}
+        self._creating: asyncio.Future | None = None
+        self.offsets_replication_factor = offsets_replication_factor
         self.num_partitions = cfg["offsets.topic.num.partitions"]
         self.metadata_max_bytes = cfg["offset.metadata.max.bytes"]
         self.load_buffer_size = cfg["offsets.load.buffer.size"]
@@ -158,7 +169,6 @@ class GroupMetadataManager:
         self.segment_bytes = cfg["offsets.topic.segment.bytes"]
         self.retention_ms = cfg["offsets.retention.minutes"] * 60 * 1000
         self._partition_of: dict[str, int] = {}
-        self.load_task: asyncio.Task | None = None
 
     # ------------------------------------------------------------ partitions
     def partition_for(self, group_id: str) -> int:
@@ -170,6 +180,10 @@ class GroupMetadataManager:
     def is_group_loading(self, group_id: str) -> bool:
         return bool(self.loading) and self.partition_for(group_id) in self.loading
 
+    def is_group_local(self, group_id: str) -> bool:
+        """Kafka's isGroupLocal: the group's partition is led here and loaded."""
+        return self.partition_for(group_id) in self.owned
+
     @property
     def is_loading(self) -> bool:
         return bool(self.loading)
@@ -178,18 +192,30 @@ class GroupMetadataManager:
         return self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME) is not None
 
     def ensure_topic(self) -> bool:
-        """Create `__consumer_offsets` if it is missing (Kafka does on FindCoordinator); False if it cannot be."""
+        """Create `__consumer_offsets` if it is missing (Kafka does on FindCoordinator); False if it is not
+        there yet (it cannot be created now, or a cluster's controller is still creating it)."""
         if self.topic_exists():
             return True
+        if self._creating is not None and not self._creating.done():
+            return False
         configs = {"cleanup.policy": "compact", "compression.type": "producer",
                    "segment.bytes": str(self.segment_bytes)}
         try:
-            self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions, 1, configs)
-        except Exception:
-            log.exception("cannot create %s", GROUP_METADATA_TOPIC_NAME)
+            created = self.controller.create_topic(GROUP_METADATA_TOPIC_NAME, self.num_partitions,
+                                                   self.offsets_replication_factor, configs)
+        except Exception as e:
+            log.warning("cannot create %s: %s", GROUP_METADATA_TOPIC_NAME, e)
+            return False
+        if inspect.isawaitable(created):       # a cluster: the leaders arrive later, by LeaderAndIsr
+            self._creating = asyncio.ensure_future(created)
+            self._creating.add_done_callback(_creation_done)
             return False
         log.info("created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, self.num_partitions)
-        return True
+        for index in range(self.num_partitions):      # a single node leads them all, empty: nothing to load
+            partition = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index)
+            if partition is not None and partition.is_leader:
+                self.owned.add(index)
+        return self.topic_exists()
 
     # ------------------------------------------------------------ cache
     def get_group(self, group_id: str) -> ClassicGroup | None:
@@ -296,26 +322,63 @@ class GroupMetadataManager:
 
     # ------------------------------------------------------------ loading
     def schedule_load(self, on_group_loaded) -> None:
-        """Mark every partition loading and replay them in the background."""
+        """At startup: load every partition this broker already leads, in the background."""
         topic = self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME)
         if topic is None:
             return
         self.num_partitions = topic.partitions
         self._partition_of.clear()
-        self.loading = {i for i in range(topic.partitions)
-                        if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, i) is not None}
-        self.load_task = asyncio.get_running_loop().create_task(self._load_all(on_group_loaded))
+        for i in range(topic.partitions):
+            partition = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, i)
+            if partition is not None and partition.is_leader:
+                self.on_election(i, on_group_loaded)
 
-    async def _load_all(self, on_group_loaded) -> None:
-        for index in sorted(self.loading):
-            try:
-                await self.load_partition(index, on_group_loaded)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, index)
-            finally:
-                self.loading.discard(index)
+    def on_election(self, index: int, on_group_loaded) -> None:
+        """This broker now leads offsets partition ``index``: replay it, then its groups are ours."""
+        if index in self.loading:
+            return
+        topic = self.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME)
+        if topic is not None and topic.partitions != self.num_partitions:
+            self.num_partitions = topic.partitions
+            self._partition_of.clear()
+        self.loading.add(index)
+        task = asyncio.get_running_loop().create_task(self._load_one(index, on_group_loaded))
+        self._load_tasks[index] = task
+
+    async def _load_one(self, index: int, on_group_loaded) -> None:
+        try:
+            await self.load_partition(index, on_group_loaded)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, index)
+        finally:
+            if self._load_tasks.get(index) is asyncio.current_task():
+                del self._load_tasks[index]
+                if index in self.loading:
+                    self.loading.discard(index)
+                    self.owned.add(index)
+
+    async def wait_loaded(self) -> None:
+        """Until every load scheduled so far has finished (tests, tools)."""
+        while self._load_tasks:
+            await asyncio.gather(*list(self._load_tasks.values()), return_exceptions=True)
+
+    def on_resignation(self, index: int, on_group_unloaded) -> int:
+        """Leadership of offsets partition ``index`` moved away: forget its groups and offsets (the new
+        leader loads them). Returns how many groups were unloaded."""
+        self.owned.discard(index)
+        self.loading.discard(index)
+        task = self._load_tasks.pop(index, None)
+        if task is not None:
+            task.cancel()
+        gone = [g for g in self.groups.values() if self.partition_for(g.group_id) == index]
+        for group in gone:
+            del self.groups[group.group_id]
+            on_group_unloaded(group)
+        if gone:
+            log.info("unloaded %d groups of %s-%d", len(gone), GROUP_METADATA_TOPIC_NAME, index)
+        return len(gone)
 
     async def load_partition(self, index: int, on_group_loaded) -> None:
         if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index) is None:
@@ -340,9 +403,13 @@ class GroupMetadataManager:
             log.info("loaded %d groups from %s-%d", len(loaded), GROUP_METADATA_TOPIC_NAME, index)
 
     async def shutdown(self) -> None:
-        if self.load_task is not None and not self.load_task.done():
-            self.load_task.cancel()
-            try:
-                await self.load_task
-            except (asyncio.CancelledError, Exception):
-                pass
+        tasks = list(self._load_tasks.values())
+        self._load_tasks.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _creation_done(future: asyncio.Future) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("cannot create %s: %s", GROUP_METADATA_TOPIC_NAME, future.exception())

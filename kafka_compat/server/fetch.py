@@ -69,7 +69,8 @@ class FetchApi:
             name = t.topic
             if v >= 13:
                 topic = self.metadata_cache.topic_by_id(t.topic_id)
-                name = topic.name if topic else None
+                # a follower may fetch before UpdateMetadata brings the topic: its LeaderAndIsr named it
+                name = topic.name if topic else self.replica_manager.topic_name(t.topic_id)
             names.append(name)
             if name is None:
                 continue
