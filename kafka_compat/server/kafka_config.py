@@ -130,6 +130,16 @@ BROKER_CONFIG_DEF = (
             "Longest wait to connect to ZooKeeper; unset means zookeeper.session.timeout.ms.")
     .define("controller.socket.timeout.ms", INT, 30000, None, MEDIUM,
             "Socket timeout of controller-to-broker channels.")
+    .define("controlled.shutdown.enable", BOOLEAN, True, None, MEDIUM,
+            "On SIGTERM, ask the controller to move leadership away before stopping.")
+    .define("controlled.shutdown.max.retries", INT, 3, None, MEDIUM, "Tries of a controlled shutdown.")
+    .define("controlled.shutdown.retry.backoff.ms", LONG, 5000, None, MEDIUM,
+            "Wait between tries of a controlled shutdown.")
+    .define("inter.broker.listener.name", STRING, None, None, MEDIUM,
+            "Listener brokers use to reach each other; unset means the one of security.inter.broker.protocol.")
+    .define("security.inter.broker.protocol", STRING, "PLAINTEXT",
+            ValidString("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), MEDIUM,
+            "Security protocol between brokers; set this or inter.broker.listener.name, not both.")
     # network
     .define("listeners", STRING, "PLAINTEXT://:9092", None, HIGH,
             "Comma-separated NAME://host:port addresses to listen on; an empty host means every interface.")
@@ -179,6 +189,7 @@ BROKER_CONFIG_DEF = (
     .define("replica.fetch.response.max.bytes", INT, 10 * 1024 * 1024, at_least(0), MEDIUM,
             "Most bytes in one follower fetch response.")
     .define("num.replica.fetchers", INT, 1, None, HIGH, "Follower fetcher threads per source broker.")
+    .define("replica.fetch.backoff.ms", INT, 1000, at_least(0), MEDIUM, "Wait after a follower fetch fails.")
     .define("fetch.purgatory.purge.interval.requests", INT, 1000, None, MEDIUM,
             "Completed fetches that may linger in watch lists before a purge.")
     .define("producer.purgatory.purge.interval.requests", INT, 1000, None, MEDIUM,
@@ -434,6 +445,11 @@ class BrokerConfig(DictView):
         return parse_listeners("advertised.listeners", self["advertised.listeners"],
                                self.listener_security_protocol_map)
 
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """inter.broker.listener.name, else the listener named after security.inter.broker.protocol."""
+        return self["inter.broker.listener.name"] or self["security.inter.broker.protocol"]
+
     def topic_defaults(self) -> dict[str, Any]:
         """Topic-level values this broker gives topics without overrides (extractLogConfigMap)."""
         derived = {"segment.ms": self.log_roll_ms, "segment.jitter.ms": self.log_roll_jitter_ms,
@@ -467,6 +483,10 @@ class BrokerConfig(DictView):
             if self["replica.fetch.wait.max.ms"] > self[name]:
                 raise ConfigError("replica.fetch.wait.max.ms", self["replica.fetch.wait.max.ms"],
                                   f"must not exceed {name}")
+        if self.is_set("inter.broker.listener.name") and self.is_set("security.inter.broker.protocol"):
+            raise ConfigError("security.inter.broker.protocol", self["security.inter.broker.protocol"],
+                              "Only one of inter.broker.listener.name and security.inter.broker.protocol "
+                              "should be set.")
         protocol_map = self.listener_security_protocol_map
         listeners = parse_listeners("listeners", self["listeners"], protocol_map)
         if self["advertised.listeners"] is not None:
@@ -477,3 +497,7 @@ class BrokerConfig(DictView):
             if not {e.listener_name for e in advertised} <= {e.listener_name for e in listeners}:
                 raise ConfigError("advertised.listeners", self["advertised.listeners"],
                                   "listener names must be equal to or a subset of those in listeners")
+        if self["zookeeper.connect"] and self.inter_broker_listener_name not in {
+                e.listener_name for e in self.advertised_listeners}:
+            raise ConfigError("inter.broker.listener.name", self.inter_broker_listener_name,
+                              "must be a listener name defined in advertised.listeners")

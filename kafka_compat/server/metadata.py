@@ -9,6 +9,10 @@ LEADER_NOT_AVAILABLE with leader -1, as Kafka's ZkMetadataCache does.
 """
 from __future__ import annotations
 
+import asyncio
+import inspect
+import logging
+
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
@@ -21,6 +25,15 @@ AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
 TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 Partition = MetadataResponse.MetadataResponsePartition
+log = logging.getLogger(__name__)
+
+
+def _background(awaitable, topic: str) -> None:
+    """Let an auto-creation run on; a failure is only logged (the client asks again)."""
+    def done(f: asyncio.Future) -> None:
+        if not f.cancelled() and f.exception() is not None:
+            log.info("auto-creating %s failed: %s", topic, f.exception())
+    asyncio.ensure_future(awaitable).add_done_callback(done)
 
 
 def listener_of(request) -> str | None:
@@ -101,9 +114,14 @@ class MetadataApi:
                 topic = cache.get_topic(t.name)
                 if topic is None and allow_create:
                     try:
-                        self.controller.create_topic(t.name)
+                        created = self.controller.create_topic(t.name)
                     except KafkaError as e:
                         wanted.append(self._error_entry(e.error_code, t.name))
+                        continue
+                    if inspect.isawaitable(created):
+                        # a cluster's controller makes the partitions; until they have leaders, say so
+                        _background(created, t.name)
+                        wanted.append(self._error_entry(ErrorCode.LEADER_NOT_AVAILABLE, t.name))
                         continue
                     topic = cache.get_topic(t.name)
                 wanted.append(self._topic_entry(topic, listener, include_ops, v) if topic
