@@ -63,7 +63,21 @@ def _kill(proc: subprocess.Popen | None) -> None:
         proc.wait()
 
 
-class EmbeddedBroker:
+class _Started:
+    """``with X() as x``: started on entry (and closed again if starting fails), closed on exit."""
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class EmbeddedBroker(_Started):
     def __init__(self, overrides: dict | None = None, data_dir: str | None = None, port: int | None = None):
         self.overrides = dict(overrides or {})
         self._own_dir = data_dir is None
@@ -135,11 +149,6 @@ class EmbeddedBroker:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def __enter__(self) -> "EmbeddedBroker":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def zookeeper_missing() -> str | None:
@@ -149,7 +158,7 @@ def zookeeper_missing() -> str | None:
     return None
 
 
-class EmbeddedZooKeeper:
+class EmbeddedZooKeeper(_Started):
     """A real standalone ZooKeeper server in a child JVM, on a free loopback port, with a temporary
     data directory.
 
@@ -310,18 +319,9 @@ class EmbeddedZooKeeper:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def __enter__(self) -> "EmbeddedZooKeeper":
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(_Started):
     """A ZooKeeper and ``brokers`` brokers (ids 0..n-1) on free loopback ports, all under one chroot.
 
         with EmbeddedCluster(3, {"min.insync.replicas": 2}) as cluster:
@@ -481,15 +481,6 @@ class EmbeddedCluster:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def __enter__(self) -> "EmbeddedCluster":
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 try:
