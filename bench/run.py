@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import workloads  # noqa: E402
-from bench.contenders import KafkaCompat, Sampler, Tansu, wait_quiet  # noqa: E402
+from bench.contenders import KafkaCompat, KafkaCompatAt, Sampler, Tansu, wait_quiet  # noqa: E402
 
 KIB = 1024
 PARTITIONS = 4
@@ -242,13 +242,40 @@ def fmt(x, spec=".1f") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def short(name: str) -> str:
+    return {"kafka-compat": "kc"}.get(name, name.replace("kafka-compat@", "kc@"))
+
+
 def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names: list[str], args) -> None:
-    ours, theirs = "kafka-compat", "tansu"
+    """One table per pair of contenders (the first against each later one, then the rest against the last)."""
     print()
     print(f"# {platform.node()} {platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}, "
           f"librdkafka {workloads.__dict__.get('LIBVERSION', '')}; rounds {args.rounds}")
-    head = ("scenario", "kc MB/s", "tansu MB/s", "ratio", "kc CPU s/GB", "tansu CPU s/GB", "ratio",
-            "kc RSS MB", "tansu RSS MB", "notes")
+    pairs = [(names[0], other) for other in names[1:]] + [(n, names[-1]) for n in names[1:-1]]
+    for ours, theirs in pairs:
+        report_pair(scenarios, medians, ours, theirs)
+    print()
+    for s in scenarios:             # one JSON line per scenario: every contender, ratios of each pair
+        line = {"scenario": s.name, "records": s.count, "record_bytes": s.size}
+        line.update((n, medians.get(n, {}).get(s.name)) for n in names)
+        for ours, theirs in pairs:
+            a, b = line[ours], line[theirs]
+            if not (a and b):
+                continue
+            suffix = "" if (ours, theirs) == pairs[0] else f"_{short(ours)}_vs_{short(theirs)}"
+            for key in ("mb_per_s", "records_per_s", "cpu_s_per_gb", "client_cpu_s_per_gb", "p50_ms", "p99_ms",
+                        "p999_ms", "peak_rss_mb"):
+                q = ratio(a, b, key)
+                if q is not None:
+                    line[f"ratio_{key}{suffix}"] = round(q, 3)
+        print(json.dumps(line, sort_keys=False))
+
+
+def report_pair(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], ours: str, theirs: str) -> None:
+    kc, other = short(ours), short(theirs)
+    print()
+    head = ("scenario", f"{kc} MB/s", f"{other} MB/s", "ratio", f"{kc} CPU s/GB", f"{other} CPU s/GB", "ratio",
+            f"{kc} RSS MB", f"{other} RSS MB", "notes")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for s in scenarios:
@@ -263,7 +290,7 @@ def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names
             elif "checksum_ok" in r:
                 notes.append(f"{who}: count+checksum {'ok' if r['checksum_ok'] else 'BAD'}")
         busy = [f"{who} {r['client_busiest_thread']} {r['client_busiest_share']:.0%}"
-                for who, r in (("kc", a), ("tansu", b)) if r.get("client_busiest_thread")]
+                for who, r in ((kc, a), (other, b)) if r.get("client_busiest_thread")]
         if busy:
             notes.append("busiest client thread: " + ", ".join(busy))
         if s.kind == "e2e":
@@ -274,17 +301,6 @@ def report(scenarios: list[Scenario], medians: dict[str, dict[str, dict]], names
                fmt(ratio(a, b, "cpu_s_per_gb"), ".2f"), fmt(a.get("peak_rss_mb"), ".0f"),
                fmt(b.get("peak_rss_mb"), ".0f"), "; ".join(notes))
         print("| " + " | ".join(row) + " |")
-    print()
-    for s in scenarios:
-        a = medians.get(ours, {}).get(s.name)
-        b = medians.get(theirs, {}).get(s.name)
-        line = {"scenario": s.name, "records": s.count, "record_bytes": s.size, ours: a, theirs: b}
-        if a and b:
-            for key in ("mb_per_s", "records_per_s", "cpu_s_per_gb", "client_cpu_s_per_gb", "p50_ms", "p99_ms", "p999_ms", "peak_rss_mb"):
-                q = ratio(a, b, key)
-                if q is not None:
-                    line[f"ratio_{key}"] = round(q, 3)
-        print(json.dumps(line, sort_keys=False))
 
 
 def main(argv=None) -> int:
@@ -295,7 +311,9 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=float, help="fraction of the full record counts")
     ap.add_argument("--only", nargs="*", default=[], help="run only scenarios whose name starts with one of these "
                                                           "(consume-* need their produce-* too)")
-    ap.add_argument("--brokers", default="kafka-compat,tansu")
+    ap.add_argument("--brokers", default="kafka-compat,tansu",
+                    help="contenders, compared pairwise: kafka-compat, tansu, kafka-compat@REV (a git revision "
+                         "in its own checkout and venv, for a before/after run)")
     ap.add_argument("--profile", metavar="DIR", help="py-spy each kafka-compat scenario into DIR")
     args = ap.parse_args(argv)
     args.rounds = args.rounds or (1 if args.quick else 3)
@@ -322,7 +340,8 @@ def main(argv=None) -> int:
         order = names if r % 2 == 0 else names[::-1]
         for name in order:
             log(f"round {r + 1}/{args.rounds}: {name}")
-            contender = KafkaCompat(args.profile) if name == "kafka-compat" else Tansu()
+            contender = (KafkaCompat(args.profile) if name == "kafka-compat" else Tansu() if name == "tansu"
+                         else KafkaCompatAt(name.split("@", 1)[1], args.profile))
             t0 = time.monotonic()
             for scen, res in run_broker(contender, scenarios, values, log).items():
                 raw[name].setdefault(scen, []).append(res)

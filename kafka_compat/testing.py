@@ -78,7 +78,10 @@ class _Started:
 
 
 class EmbeddedBroker(_Started):
-    def __init__(self, overrides: dict | None = None, data_dir: str | None = None, port: int | None = None):
+    def __init__(self, overrides: dict | None = None, data_dir: str | None = None, port: int | None = None,
+                 python: str | None = None):
+        """``python``: the interpreter to run the broker with (default: this one), e.g. another checkout's venv."""
+        self.python = python or sys.executable
         self.overrides = dict(overrides or {})
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-")
@@ -91,14 +94,15 @@ class EmbeddedBroker(_Started):
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> "EmbeddedBroker":
-        args = [sys.executable, "-m", "kafka_compat", "serve",
+        args = [self.python, "-m", "kafka_compat", "serve",
                 "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
                 "--log-dirs", os.path.join(self.data_dir, "logs")]
         for k, v in self.overrides.items():
             args += ["-o", f"{k}={v}"]
         os.makedirs(self.data_dir, exist_ok=True)        # a caller's data_dir need not exist yet
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+        # run from the data directory: the interpreter's installed kafka_compat, not a folder of the caller's
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.data_dir)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
