@@ -100,7 +100,8 @@ class EmbeddedBroker(_Started):
         for k, v in self.overrides.items():
             args += ["-o", f"{k}={v}"]
         os.makedirs(self.data_dir, exist_ok=True)        # a caller's data_dir need not exist yet
-        self._log = open(self.log_path, "ab")
+        if getattr(self, "_log", None) is None:         # one log file across restarts
+            self._log = open(self.log_path, "ab")
         # run from the data directory: the interpreter's installed kafka_compat, not a folder of the caller's
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, cwd=self.data_dir)
         deadline = time.monotonic() + timeout
@@ -150,9 +151,9 @@ class EmbeddedBroker(_Started):
         self.stop()
         if getattr(self, "_log", None):
             self._log.close()
+            self._log = None
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
-
 
 
 def zookeeper_missing() -> str | None:
