@@ -18,6 +18,7 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
 from ..protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
+from .admin_manager import resolved, respond
 from .config_helper import describe_broker_config, effective_topic_config
 from .kafka_config import BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS
 from .registry import handles
@@ -89,14 +90,15 @@ class ConfigsApi:
 
     # -- DescribeConfigs ------------------------------------------------------------------
 
-    def _describe(self, resource, synonyms: bool, docs: bool) -> list[Entry]:
+    async def _describe(self, resource, synonyms: bool, docs: bool) -> list[Entry]:
         rtype, name = resource.resource_type, resource.resource_name
         if rtype == TOPIC:
             validate_name(name)
             topic = self.metadata_cache.get(name)
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-            entries = effective_topic_config(self.config, self.controller.topic_configs(name)).values()
+            overrides = await resolved(self.controller.topic_configs(name))
+            entries = effective_topic_config(self.config, overrides).values()
             return [_entry(e, synonyms, docs) for e in entries]
         if rtype == BROKER:
             if not name:
@@ -116,6 +118,9 @@ class ConfigsApi:
     @handles(32)
     def handle_describe_configs(self, request):
         """Every config of each resource (or the named ones); unknown names are left out."""
+        return respond(self.controller, self._describe_configs(request))
+
+    async def _describe_configs(self, request):
         req = request.body
         v = request.api_version
         synonyms = v >= 1 and req.include_synonyms
@@ -125,7 +130,7 @@ class ConfigsApi:
             out = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=r.resource_type,
                          resource_name=r.resource_name, configs=[])
             try:
-                entries = self._describe(r, synonyms, docs)
+                entries = await self._describe(r, synonyms, docs)
             except KafkaError as e:
                 out.error_code, out.error_message = e.error_code, e.message
             else:
@@ -137,7 +142,7 @@ class ConfigsApi:
 
     # -- shared by AlterConfigs and IncrementalAlterConfigs ---------------------------------
 
-    def _set_topic_configs(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+    async def _set_topic_configs(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
         """Replace a topic's overrides: name, then values (as a whole), then existence, as Kafka's controller."""
         if not name:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
@@ -145,7 +150,7 @@ class ConfigsApi:
         effective_topic_config(self.config, overrides)
         if self.metadata_cache.get(name) is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        self.controller.set_topic_configs(name, overrides, validate_only)
+        await resolved(self.controller.set_topic_configs(name, overrides, validate_only))
 
     def _alter_broker(self, name: str, ops: list[tuple[str, int, str | None]]) -> None:
         """Validate a change to this broker's configs as Kafka does, then refuse what would apply.
@@ -192,12 +197,16 @@ class ConfigsApi:
     @handles(33)
     def handle_alter_configs(self, request):
         """The legacy API: the given configs replace the resource's whole override set."""
+        return respond(self.controller, self._alter_configs(request))
+
+    async def _alter_configs(self, request):
         req = request.body
 
-        def alter(r):
+        async def alter(r):
             _check_request_configs(r.configs)
             if r.resource_type == TOPIC:
-                self._set_topic_configs(r.resource_name, {c.name: c.value for c in r.configs}, req.validate_only)
+                await self._set_topic_configs(r.resource_name, {c.name: c.value for c in r.configs},
+                                              req.validate_only)
             elif r.resource_type == BROKER:
                 self._alter_broker(r.resource_name, [(c.name, SET, c.value) for c in r.configs])
             elif r.resource_type in (GROUP, CLIENT_METRICS):
@@ -205,23 +214,25 @@ class ConfigsApi:
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
-        return AlterConfigsResponse(throttle_time_ms=0,
-                                    responses=_respond(AlterConfigsResponse.AlterConfigsResourceResponse,
-                                                       req.resources, alter))
+        responses = await _respond(AlterConfigsResponse.AlterConfigsResourceResponse, req.resources, alter)
+        return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
     # -- IncrementalAlterConfigs ------------------------------------------------------------
 
     @handles(44)
     def handle_incremental_alter_configs(self, request):
+        return respond(self.controller, self._incremental_alter_configs(request))
+
+    async def _incremental_alter_configs(self, request):
         req = request.body
 
-        def alter(r):
+        async def alter(r):
             _check_request_configs(r.configs, null_ok=lambda c: c.config_operation == DELETE)
             if r.resource_type == TOPIC:
                 topic = self.metadata_cache.get(r.resource_name)
-                new = apply_ops(self.controller.topic_configs(r.resource_name) if topic else {}, r.configs)
-                self._set_topic_configs(r.resource_name, new, req.validate_only)
+                current = await resolved(self.controller.topic_configs(r.resource_name)) if topic else {}
+                await self._set_topic_configs(r.resource_name, apply_ops(current, r.configs), req.validate_only)
             elif r.resource_type == BROKER:
                 self._alter_broker(r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs])
             elif r.resource_type == BROKER_LOGGER:
@@ -231,9 +242,8 @@ class ConfigsApi:
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
-        return IncrementalAlterConfigsResponse(
-            throttle_time_ms=0,
-            responses=_respond(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, req.resources, alter))
+        responses = await _respond(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, req.resources, alter)
+        return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
 def _unsupported(resource_type: int) -> KafkaError:
@@ -287,7 +297,7 @@ def _check_request_configs(configs, null_ok=lambda c: False) -> None:
     nulls = [c.name for c in configs if c.value is None and not null_ok(c)]
     if nulls:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
-def _respond(cls, resources, alter) -> list:
+async def _respond(cls, resources, alter) -> list:
     """One response per resource, in request order; a resource named twice fails both times."""
     dup = _duplicates(resources)
     out = []
@@ -296,7 +306,7 @@ def _respond(cls, resources, alter) -> list:
         try:
             if (r.resource_type, r.resource_name) in dup:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-            alter(r)
+            await alter(r)
         except KafkaError as e:
             code, message = e.error_code, e.message
         out.append(cls(error_code=code, error_message=message, resource_type=r.resource_type,

@@ -1,6 +1,9 @@
 """CreateTopics and CreatePartitions: Kafka's checks, in Kafka's order, then the controller.
 
 Manual replica assignments must name live brokers, each once, with one replication factor.
+In a ZooKeeper cluster (an asynchronous admin manager, see admin_manager) only the controller's
+broker answers, and the answer waits until the metadata cache shows a leader for every new
+partition or `timeoutMs` passes (REQUEST_TIMED_OUT), as Kafka's DelayedCreatePartitions.
 """
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.create_partitions import CreatePartitionsResponse
 from ..protocol.messages.create_topics import CreateTopicsResponse
 from ..protocol.primitives import ZERO_UUID
+from ..zk.zk_data import TopicPartition
+from .admin_manager import is_asynchronous, resolved, respond
 from .config_helper import effective_topic_config
 from .registry import handles
 from .topics import validate_name
@@ -78,7 +83,11 @@ class CreateTopicsApi:
                   f"be reached because only {brokers} broker(s) are registered.")
         return (self.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions), rf
 
-    def _create_one(self, t, validate_only: bool) -> CreateTopicsResponse.CreatableTopicResult:
+    @property
+    def _clustered(self) -> bool:
+        return is_asynchronous(self.controller)
+
+    async def _create_one(self, t, validate_only: bool) -> CreateTopicsResponse.CreatableTopicResult:
         """Name, existence, configs, then partitions, in the order Kafka's controller checks them."""
         validate_name(t.name)
         if self.metadata_cache.get(t.name) is not None:
@@ -92,7 +101,10 @@ class CreateTopicsApi:
         configs = {c.name: c.value for c in t.configs}
         effective = effective_topic_config(self.config, configs)
         partitions, rf = self._requested_partitions(t)
-        topic = self.controller.create_topic(t.name, partitions, rf, configs, validate_only)
+        placement = {"assignments": {a.partition_index: list(a.broker_ids) for a in t.assignments}} \
+            if self._clustered and t.assignments else {}
+        topic = await resolved(self.controller.create_topic(t.name, partitions, rf, configs, validate_only,
+                                                            **placement))
         return CreateTopicsResponse.CreatableTopicResult(
             name=t.name, topic_id=topic.topic_id if topic else ZERO_UUID, error_code=ErrorCode.NONE,
             error_message=None, num_partitions=partitions, replication_factor=rf,
@@ -105,27 +117,53 @@ class CreateTopicsApi:
     def handle_create_topics(self, request):
         """v5+ answers with the partitions, replication factor and effective configs of each topic,
         also for validate_only (whose topic id stays zero: no topic was made)."""
+        return respond(self.controller, self._create_topics(request))
+
+    async def _create_topics(self, request):
         req = request.body
+        Result = CreateTopicsResponse.CreatableTopicResult
+        if self._clustered and not self.controller.is_active_controller():
+            return CreateTopicsResponse(throttle_time_ms=0, topics=[
+                Result(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for t in req.topics])
         counts = Counter(t.name for t in req.topics)
         results = []
         for t in req.topics:
             if counts[t.name] > 1:
                 continue
             try:
-                results.append(self._create_one(t, req.validate_only))
+                results.append(await self._create_one(t, req.validate_only))
             except KafkaError as e:
-                results.append(CreateTopicsResponse.CreatableTopicResult(name=t.name, error_code=e.error_code,
-                                                                         error_message=e.message))
+                results.append(Result(name=t.name, error_code=e.error_code, error_message=e.message))
         for name in dict.fromkeys(t.name for t in req.topics if counts[t.name] > 1):
-            results.append(CreateTopicsResponse.CreatableTopicResult(
-                name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+            results.append(Result(name=name, error_code=ErrorCode.INVALID_REQUEST,
+                                  error_message="Duplicate topic name."))
+        if self._clustered and not req.validate_only:
+            created = {r.name: r.num_partitions for r in results if r.error_code == ErrorCode.NONE}
+            leaderless = await self._leaderless(created, req.timeout_ms)
+            for r in results:
+                if r.name in leaderless:
+                    r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
+                    r.configs, r.num_partitions, r.replication_factor, r.topic_config_error_code = [], -1, -1, 0
         return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
-    def _add_partitions(self, t, validate_only: bool) -> None:
+    async def _leaderless(self, partition_counts: dict[str, int], timeout_ms: int) -> set[str]:
+        """Kafka's DelayedCreatePartitions: the topics that still lack a leader for some partition when
+        all have one or at the timeout (all of them if the timeout is not positive)."""
+        if timeout_ms <= 0:
+            return set(partition_counts)
+        waiting = [TopicPartition(name, p) for name, count in partition_counts.items() for p in range(count)]
+        return {tp.topic for tp in await self.controller.wait_for_leaders(waiting, timeout_ms)}
+
+    async def _add_partitions(self, t, validate_only: bool) -> None:
         topic = self.metadata_cache.get(t.name)
         if topic is None:
             _fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message)
-        self.controller.create_partitions(t.name, t.count, validate_only=True)  # count checks
+        if self._clustered:
+            # ZooKeeper's admin manager checks counts and placement against the topic's replication factor
+            assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+            await self.controller.create_partitions(t.name, t.count, validate_only, assignments)
+            return
+        await resolved(self.controller.create_partitions(t.name, t.count, validate_only=True))  # count checks
         if t.assignments is not None:
             additional = t.count - topic.partitions
             if len(t.assignments) != additional:
@@ -135,13 +173,19 @@ class CreateTopicsApi:
             for a in t.assignments:
                 self.check_replicas(a.broker_ids, 1)
         if not validate_only:
-            self.controller.create_partitions(t.name, t.count)
+            await resolved(self.controller.create_partitions(t.name, t.count))
 
     @handles(37)
     def handle_create_partitions(self, request):
-        """Null assignments let the broker place the new partitions (here: on itself)."""
+        """Null assignments let the broker place the new partitions (a single node: on itself)."""
+        return respond(self.controller, self._create_partitions(request))
+
+    async def _create_partitions(self, request):
         req = request.body
         Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+        if self._clustered and not self.controller.is_active_controller():
+            return CreatePartitionsResponse(throttle_time_ms=0, results=[
+                Result(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for t in req.topics])
         counts = Counter(t.name for t in req.topics)
         results = [Result(name=n, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                    for n, c in counts.items() if c > 1]
@@ -149,8 +193,15 @@ class CreateTopicsApi:
             if counts[t.name] > 1:
                 continue
             try:
-                self._add_partitions(t, req.validate_only)
+                await self._add_partitions(t, req.validate_only)
                 results.append(Result(name=t.name, error_code=ErrorCode.NONE, error_message=None))
             except KafkaError as e:
                 results.append(Result(name=t.name, error_code=e.error_code, error_message=e.message))
+        if self._clustered and not req.validate_only:
+            requested = {t.name: t.count for t in req.topics}
+            grown = {r.name: requested[r.name] for r in results if r.error_code == ErrorCode.NONE}
+            leaderless = await self._leaderless(grown, req.timeout_ms)
+            for r in results:
+                if r.name in leaderless:
+                    r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
         return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -1,4 +1,8 @@
 """DeleteTopics: by name (all versions) or by topic id (v6+), through the controller.
+
+In a ZooKeeper cluster (an asynchronous admin manager) only the controller's broker answers, and
+the answer waits until the metadata cache no longer has the topics or `timeoutMs` passes
+(REQUEST_TIMED_OUT), as Kafka's DelayedDeleteTopics.
 """
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections import Counter
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.delete_topics import DeleteTopicsResponse
 from ..protocol.primitives import ZERO_UUID
+from .admin_manager import is_asynchronous, resolved, respond
 from .registry import handles
 
 
@@ -19,10 +24,17 @@ class DeleteTopicsApi:
     @handles(20)
     def handle_delete_topics(self, request):
         """By name (all versions) or by topic id (v6+), with Kafka's checks for duplicates and mixes."""
+        return respond(self.controller, self._delete_topics(request))
+
+    async def _delete_topics(self, request):
         req = request.body
         v = request.api_version
         Result = DeleteTopicsResponse.DeletableTopicResult
         asked = [(n, ZERO_UUID) for n in req.topic_names] if v < 6 else [(t.name, t.topic_id) for t in req.topics]
+        clustered = is_asynchronous(self.controller)
+        if clustered and not self.controller.is_active_controller():
+            return DeleteTopicsResponse(throttle_time_ms=0, responses=[
+                Result(name=n, topic_id=i, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for n, i in asked])
         if not self.config["delete.topic.enable"]:
             code = ErrorCode.INVALID_REQUEST if v < 3 else ErrorCode.TOPIC_DELETION_DISABLED
             return DeleteTopicsResponse(throttle_time_ms=0, responses=[
@@ -64,10 +76,20 @@ class DeleteTopicsApi:
                        "The provided topic name maps to an ID that was already supplied.")
             else:
                 doomed[topic.topic_id] = name
+        outcomes = []
         for topic_id, name in doomed.items():
             try:
-                self.controller.delete_topic(name)
-                answer(name, topic_id)
+                await resolved(self.controller.delete_topic(name))
+                outcomes.append((name, topic_id, ErrorCode.NONE, None))
             except KafkaError as e:
-                answer(name, topic_id, e.error_code, e.message)
+                outcomes.append((name, topic_id, e.error_code, e.message))
+        deleted = [name for name, _, code, _ in outcomes if code == ErrorCode.NONE]
+        remaining = set()
+        if clustered and deleted:
+            remaining = set(deleted) if req.timeout_ms <= 0 else \
+                await self.controller.wait_for_deletions(deleted, req.timeout_ms)
+        for name, topic_id, code, message in outcomes:
+            if name in remaining:
+                code, message = ErrorCode.REQUEST_TIMED_OUT, None
+            answer(name, topic_id, code, message)
         return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -29,20 +29,27 @@ class ElectLeadersApi:
     def handle_elect_leaders(self, request):
         """Null partitions mean all; Kafka then leaves out those that needed no election (here: all)."""
         req = request.body
-        v = request.api_version
         Result = ElectLeadersResponse.ReplicaElectionResult
-        election = req.election_type if v >= 1 else PREFERRED
+        election = election_type(request)
         if election not in (PREFERRED, UNCLEAN):
-            message = f"Unknown election type {election}"
-            return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
-                                        replica_election_results=[Result(topic=t.topic, partition_result=[
-                                            ElectLeadersResponse.PartitionResult(
-                                                partition_id=p, error_code=ErrorCode.INVALID_REQUEST,
-                                                error_message=message) for p in t.partitions])
-                                            for t in req.topic_partitions or []])
+            return unknown_election_type_response(req, election)
         if req.topic_partitions is None:
             results = [Result(topic=name, partition_result=[]) for name in list(self.metadata_cache.topics)]
         else:
             results = [Result(topic=t.topic, partition_result=[self._election(t.topic, p) for p in t.partitions])
                        for t in req.topic_partitions]
         return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, replica_election_results=results)
+
+
+def election_type(request) -> int:
+    """The request's ElectionType; v0 elects preferred leaders only."""
+    return request.body.election_type if request.api_version >= 1 else PREFERRED
+
+
+def unknown_election_type_response(req, election: int) -> ElectLeadersResponse:
+    message = f"Unknown election type {election}"
+    return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, replica_election_results=[
+        ElectLeadersResponse.ReplicaElectionResult(topic=t.topic, partition_result=[
+            ElectLeadersResponse.PartitionResult(partition_id=p, error_code=ErrorCode.INVALID_REQUEST,
+                                                 error_message=message) for p in t.partitions])
+        for t in req.topic_partitions or []])

@@ -179,6 +179,10 @@ BROKER_CONFIG_DEF = (
     .define(*_from_topic("min.insync.replicas", HIGH))
     .define(*_from_topic("unclean.leader.election.enable", HIGH))
     .define("auto.leader.rebalance.enable", BOOLEAN, True, None, HIGH, "Move leadership back to preferred replicas.")
+    .define("leader.imbalance.check.interval.seconds", LONG, 300, at_least(1), HIGH,
+            "How often the controller checks whether leadership should move back to preferred replicas.")
+    .define("leader.imbalance.per.broker.percentage", INT, 10, None, HIGH,
+            "Share of a broker's preferred partitions led elsewhere that triggers a preferred election.")
     .define("replica.lag.time.max.ms", LONG, 30000, None, HIGH, "A follower this far behind leaves the ISR.")
     .define("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, at_least(1), HIGH,
             "How often each partition's high watermark is saved to replication-offset-checkpoint.")

@@ -412,6 +412,20 @@ class ReplicaAssignment:
     def is_being_reassigned(self) -> bool:
         return bool(self.adding_replicas or self.removing_replicas)
 
+    def reassign_to(self, target: Iterable[int]) -> "ReplicaAssignment":
+        """The state of a reassignment from this assignment's origin replicas to `target`: every replica of
+        both (target first, in its order), adding what the origin lacks and removing what the target lacks."""
+        target = tuple(target)
+        origin = self.origin_replicas
+        full = tuple(dict.fromkeys(target + origin))
+        return ReplicaAssignment(full, tuple(r for r in full if r not in origin),
+                                 tuple(r for r in full if r not in target))
+
+    def remove_replica(self, replica: int) -> "ReplicaAssignment":
+        return ReplicaAssignment(tuple(r for r in self.replicas if r != replica),
+                                 tuple(r for r in self.adding_replicas if r != replica),
+                                 tuple(r for r in self.removing_replicas if r != replica))
+
 
 @dataclass(frozen=True)
 class TopicAssignment:

@@ -1,0 +1,115 @@
+"""Dynamic config changes from ZooKeeper: Kafka's ZkConfigManager (DynamicConfigManager) with its
+ZkNodeChangeNotificationListener on /config/changes.
+
+Whoever changes an entity's configs (a topic's, a client's...) writes /config/<type>/<name>, then a
+sequential /config/changes/config_change_<n> naming it. Every broker runs this listener: at startup
+it reports every entity's current overrides, then each notification newer than the last one it
+handled (re-reading the entity's znode, so a burst of changes reads the latest), and it deletes
+notifications older than 15 minutes, as Kafka's brokers do.
+
+`on_change(entity_type, entity_name, configs)` runs on the listener's own thread (ZooKeeper calls
+block; they must not run on kazoo's threads nor on the event loop): hand the change over from there.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from ..zk import zk_data as zd
+from ..zk.kafka_zk_client import KafkaZkClient, ZkWatch
+
+log = logging.getLogger(__name__)
+
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+ChangeCallback = Callable[[str, str, dict[str, str]], None]
+
+
+class ZkConfigManager:
+    def __init__(self, zk_client: KafkaZkClient, on_change: ChangeCallback, *,
+                 entity_types: Iterable[str] = zd.CONFIG_TYPES, change_expiration_ms: int = CHANGE_EXPIRATION_MS):
+        self.zk = zk_client
+        self.on_change = on_change
+        self.entity_types = tuple(entity_types)
+        self.change_expiration_ms = change_expiration_ms
+        self.last_executed_change = -1
+        self._wakeups: queue.Queue[bool] = queue.Queue()
+        self._closed = False
+        self._watch: ZkWatch | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name="config-change-listener")
+
+    def startup(self) -> None:
+        """Report every entity's current overrides (blocking, on the caller's thread), then listen."""
+        for entity_type in self.entity_types:
+            names = self.zk.get_all_entities_with_config(entity_type)
+            for name, configs in self.zk.get_entities_configs(entity_type, names).items():
+                self._report(entity_type, name, configs)
+        self.zk.make_sure_persistent_path_exists(zd.CONFIG_CHANGES_PATH)
+        self.zk.add_state_listener(self._on_state)
+        self._thread.start()
+        self._watch = self.zk.watch_children(zd.CONFIG_CHANGES_PATH, lambda *_: self._wake())
+
+    def shutdown(self) -> None:
+        self._closed = True
+        self.zk.remove_state_listener(self._on_state)
+        if self._watch is not None:
+            self._watch.cancel()
+        self._wakeups.put(False)
+
+    def _on_state(self, state: str) -> None:
+        if state == "CONNECTED":            # a new session may have missed notifications
+            self._wake()
+
+    def _wake(self) -> None:
+        if not self._closed and self._wakeups.empty():
+            self._wakeups.put(True)
+
+    def _run(self) -> None:
+        while self._wakeups.get():
+            try:
+                self.process_notifications()
+            except Exception:
+                if not self._closed:
+                    log.exception("processing the config change notifications failed")
+
+    def process_notifications(self) -> None:
+        notifications = sorted(self.zk.get_children(zd.CONFIG_CHANGES_PATH))
+        now_ms = time.time() * 1000
+        for name in notifications:
+            try:
+                change_id = int(zd.sequence_number(name, zd.CONFIG_CHANGE_PREFIX))
+            except ValueError:
+                log.warning("ignoring %s/%s: not a config change notification", zd.CONFIG_CHANGES_PATH, name)
+                continue
+            if change_id > self.last_executed_change:
+                self._process_notification(name)
+                self.last_executed_change = change_id
+        self._purge_obsolete(now_ms, notifications)
+
+    def _process_notification(self, name: str) -> None:
+        path = f"{zd.CONFIG_CHANGES_PATH}/{name}"
+        data, stat = self.zk.get_data_and_stat(path)
+        if stat is None or data is None:
+            return
+        try:
+            entity_type, entity_name = zd.decode_config_change(data)
+        except zd.ZkDataError as e:
+            log.error("ignoring config change notification %s: %s", path, e)
+            return
+        if entity_type in self.entity_types:
+            self._report(entity_type, entity_name, self.zk.get_entity_configs(entity_type, entity_name))
+
+    def _report(self, entity_type: str, entity_name: str, configs: dict[str, str]) -> None:
+        try:
+            self.on_change(entity_type, entity_name, configs)
+        except Exception:
+            log.exception("applying the configs of %s %s failed", entity_type, entity_name)
+
+    def _purge_obsolete(self, now_ms: float, notifications: list[str]) -> None:
+        for name in notifications:
+            path = f"{zd.CONFIG_CHANGES_PATH}/{name}"
+            _, stat = self.zk.get_data_and_stat(path)
+            if stat is not None and now_ms - stat.ctime > self.change_expiration_ms:
+                self.zk.delete_recursive(path)
