@@ -312,3 +312,28 @@ def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path,
 
     requests, epoch = run(scenario())
     assert requests == [(3, 0, epoch), (3, 0, epoch)]
+
+
+# ---------------------------------------------------------------- topic configs
+def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_path, zk_server, chroot, raw):
+    raw.create("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"2"}}', makepath=True)
+
+    async def scenario():
+        b = Broker(config(tmp_path, zk_server, chroot))
+        await b.start()
+        controller = PlayedController(b)
+        try:
+            epoch = b.registration.epoch
+            await controller.update_metadata(epoch)
+            await controller.lead_here(epoch)
+            partition = b.replica_manager.get_partition("t", 0)
+            at_creation = partition.min_insync_replicas
+            # as Kafka's admin tools change a topic config: the overrides, then a change notification
+            raw.set("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"3"}}')
+            raw.create("/config/changes/config_change_", b'{"version":2,"entity_path":"topics/t"}', sequence=True)
+            await until(lambda: partition.min_insync_replicas == 3, what="the change to reach the log")
+            return at_creation
+        finally:
+            await b.stop()
+
+    assert run(scenario()) == 2
