@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import uuid
+from contextlib import asynccontextmanager
 
 import pytest
 from kazoo.client import KazooClient
@@ -127,6 +128,21 @@ class PlayedController:
             await c.close()
 
 
+@asynccontextmanager
+async def leading(tmp_path, zk_server, chroot, **overrides):
+    """A started broker the played controller has made leader of t-0: (broker, controller)."""
+    b = Broker(config(tmp_path, zk_server, chroot, **overrides))
+    await b.start()
+    controller = PlayedController(b)
+    try:
+        epoch = b.registration.epoch
+        assert await controller.update_metadata(epoch) == ErrorCode.NONE
+        assert await controller.lead_here(epoch) == ErrorCode.NONE
+        yield b, controller
+    finally:
+        await b.stop()
+
+
 async def produce(broker: Broker, value: bytes, acks: int = 1) -> int:
     c = await AsyncWireClient.connect("127.0.0.1", broker.bound[0].port)
     try:
@@ -220,14 +236,9 @@ def test_producer_id_blocks_come_from_zookeeper(tmp_path, zk_server, chroot, raw
 # ---------------------------------------------------------------- the session
 def test_a_lost_session_fences_leadership_until_registered_and_told_again(tmp_path, zk_server, chroot, raw):
     async def scenario():
-        b = Broker(config(tmp_path, zk_server, chroot))
-        await b.start()
-        controller = PlayedController(b)
-        try:
+        async with leading(tmp_path, zk_server, chroot) as (b, controller):
             first = b.registration.epoch
-            steps = {"metadata": await controller.update_metadata(first),
-                     "lead": await controller.lead_here(first),
-                     "produce as leader": await produce(b, b"before")}
+            steps = {"produce as leader": await produce(b, b"before")}
             zk_server.expire_session(b.zk_client.zk.client_id)
             await until(lambda: b.registration.epoch not in (None, first), what="registering again")
             second = b.registration.epoch
@@ -239,12 +250,10 @@ def test_a_lost_session_fences_leadership_until_registered_and_told_again(tmp_pa
             steps["produce, leader again"] = await produce(b, b"after")
             return first, second, raw.get("/brokers/ids/0")[1].czxid, steps, b.replica_manager.get_partition(
                 "t", 0).log_end_offset
-        finally:
-            await b.stop()
 
     first, second, czxid, steps, leo = run(scenario())
     assert second > first and czxid == second
-    assert steps == {"metadata": ErrorCode.NONE, "lead": ErrorCode.NONE, "produce as leader": ErrorCode.NONE,
+    assert steps == {"produce as leader": ErrorCode.NONE,
                      "produce after the session went": ErrorCode.NOT_LEADER_OR_FOLLOWER,
                      "consume after the session went": ErrorCode.NOT_LEADER_OR_FOLLOWER,
                      "lead, old broker epoch": ErrorCode.STALE_BROKER_EPOCH,
@@ -256,19 +265,12 @@ def test_a_lost_session_fences_leadership_until_registered_and_told_again(tmp_pa
 
 def test_a_connection_that_comes_back_in_the_same_session_restores_leadership(tmp_path, zk_server, chroot):
     async def scenario():
-        b = Broker(config(tmp_path, zk_server, chroot, **{"zookeeper.session.timeout.ms": 20000}))
-        await b.start()
-        controller = PlayedController(b)
-        try:
+        async with leading(tmp_path, zk_server, chroot, **{"zookeeper.session.timeout.ms": 20000}) as (b, _):
             epoch = b.registration.epoch
-            await controller.update_metadata(epoch)
-            await controller.lead_here(epoch)
             b.registration._on_state_in_loop("SUSPENDED")       # as kazoo reports a dropped connection
             fenced = await produce(b, b"x")
             b.registration._on_state_in_loop("CONNECTED")       # the same session: nobody replaced us
             return fenced, await produce(b, b"y"), b.registration.epoch == epoch
-        finally:
-            await b.stop()
 
     assert run(scenario()) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE, True)
 
@@ -312,3 +314,20 @@ def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path,
 
     requests, epoch = run(scenario())
     assert requests == [(3, 0, epoch), (3, 0, epoch)]
+
+
+# ---------------------------------------------------------------- topic configs
+def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_path, zk_server, chroot, raw):
+    raw.create("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"2"}}', makepath=True)
+
+    async def scenario():
+        async with leading(tmp_path, zk_server, chroot) as (b, _):
+            partition = b.replica_manager.get_partition("t", 0)
+            at_creation = partition.min_insync_replicas
+            # as Kafka's admin tools change a topic config: the overrides, then a change notification
+            raw.set("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"3"}}')
+            raw.create("/config/changes/config_change_", b'{"version":2,"entity_path":"topics/t"}', sequence=True)
+            await until(lambda: partition.min_insync_replicas == 3, what="the change to reach the log")
+            return at_creation
+
+    assert run(scenario()) == 2

@@ -13,7 +13,6 @@ stops leading or deletes.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Callable, Sequence
 
@@ -61,9 +60,9 @@ class ControlRequestsApi:
                  group_coordinator, broker_epoch: Callable[[], int | None], topic_configs=None,
                  metadata_listeners: Sequence[Callable[[list[str]], None]] = ()):
         """``broker_epoch()`` is our registration's czxid, None while not registered; ``topic_configs``
-        (optional) loads the overrides of topics new to this broker before their logs are made
-        (``missing(names)``, and ``load(names)``, which blocks); ``metadata_listeners`` are told the
-        topics each UpdateMetadata touched (delayed topic operations wait on them)."""
+        (optional) gives the overrides of topics new to this broker before their logs are made
+        (``missing(names)``, and the coroutine ``refresh_topic_configs(names)``); ``metadata_listeners``
+        are told the topics each UpdateMetadata touched (delayed topic operations wait on them)."""
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
@@ -99,7 +98,7 @@ class ControlRequestsApi:
 
     async def _leader_and_isr_after_loading(self, request, topics, missing):
         try:
-            await asyncio.to_thread(self.topic_configs.load, missing)
+            await self.topic_configs.refresh_topic_configs(missing)
         except Exception as e:      # the controller sends it again; our logs must not start with wrong configs
             log.warning("cannot read the configs of %s: %s", missing, e)
             return self._leader_and_isr_error(request.body, request.api_version, ErrorCode.UNKNOWN_SERVER_ERROR)

@@ -50,6 +50,10 @@ class ZkTopicConfigs:
         for topic, configs in self.zk.get_entities_configs("topics", topics).items():
             self.overrides[topic] = configs
 
+    async def refresh_topic_configs(self, topics) -> None:
+        """Read these topics' overrides (in a worker thread)."""
+        await asyncio.to_thread(self.load, list(topics))
+
     # -- change notifications
     def start_watching(self, loop: asyncio.AbstractEventLoop) -> None:
         """Follow /config/changes; existing notifications predate what we read, so start after them."""
