@@ -71,6 +71,7 @@ from .metadata_cache import BrokerEndpoint, BrokerInfo, MetadataCache
 from .offsets import OffsetsApi
 from .produce import ProduceApi
 from .producer_id_manager import LocalProducerIdBlocks, ProducerIdManager
+from .registry import marked_handlers
 from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .topics import TopicRegistry
@@ -140,15 +141,17 @@ class ClusterAdminUnavailable:
 class Broker:
     def __init__(self, config, *, retain_freed_buffers: bool = False,
                  controller_factory: Callable[[ClusterLinks], Any] | None = None,
-                 admin_manager_factory: Callable[[ClusterLinks], Any] | None = None):
+                 admin_manager_factory: Callable[[ClusterLinks, Any], Any] | None = None):
         """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
 
         In a cluster (zookeeper.connect set), ``controller_factory(links)`` builds the ZooKeeper controller
         (an object with ``startup()`` and ``shutdown()``, both blocking, and optionally ``api_handlers()``
-        giving handler objects for the APIs a controller answers: ControlledShutdown, AlterPartition...),
-        and ``admin_manager_factory(links)`` the topic admin (LocalController's interface: create_topic,
-        delete_topic, create_partitions, set_topic_configs, topic_configs...). Without them the broker
-        follows a controller elsewhere and refuses topic changes.
+        giving handler objects for the APIs a controller answers: ControlledShutdown, AlterPartition...;
+        they take the place of a single node's handlers of the same APIs), and
+        ``admin_manager_factory(links, controller)`` the topic admin (LocalController's interface:
+        create_topic, delete_topic, create_partitions, set_topic_configs, topic_configs..., optionally
+        the coroutines ``startup()`` / ``shutdown()`` and ``try_complete_delayed_topic_operations``).
+        Without them the broker follows a controller elsewhere and refuses topic changes.
         """
         self.config = config
         self._retain_freed_buffers = retain_freed_buffers
@@ -289,23 +292,25 @@ class Broker:
         self.replica_manager.startup()
         links = ClusterLinks(cfg, self.broker_id, self.zk_client, self.sender, self.metadata_cache,
                              self.replica_manager, self.topic_configs, self._broker_epoch, loop)
-        # HOOK(cluster-controller): the ZooKeeper admin manager (CreateTopics, DeleteTopics, CreatePartitions,
-        # AlterConfigs through ZooKeeper) and the controller come from the factories given to Broker.
-        self.controller = (self.admin_manager_factory(links) if self.admin_manager_factory is not None
-                           else ClusterAdminUnavailable(self.topic_configs))
+        # HOOK(cluster-controller): the ZooKeeper controller and the admin manager (CreateTopics, DeleteTopics,
+        # CreatePartitions, AlterConfigs through ZooKeeper) come from the factories given to Broker.
+        if self.controller_factory is not None:
+            self.zk_controller = self.controller_factory(links)
+        self.controller = (self.admin_manager_factory(links, self.zk_controller)
+                           if self.admin_manager_factory is not None else ClusterAdminUnavailable(self.topic_configs))
+        if hasattr(self.controller, "startup"):
+            await self.controller.startup()
         self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
                                                   self.controller,
                                                   offsets_replication_factor=cfg["offsets.topic.replication.factor"])
         await self.group_coordinator.startup()
-        if self.controller_factory is not None:
-            self.zk_controller = self.controller_factory(links)
         producer_ids = ProducerIdManager(self._zk_producer_id_block)
         handlers = self._handlers(producer_ids)
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
             self.topic_configs, metadata_listeners=self._metadata_listeners()))
         if self.zk_controller is not None and hasattr(self.zk_controller, "api_handlers"):
-            handlers.extend(self.zk_controller.api_handlers())
+            handlers = replace_handlers(handlers, self.zk_controller.api_handlers())
         self.apis = KafkaApis(handlers)
         handlers[0].set_supported_versions(self.apis.supported_versions())
         await self._start_socket_server()
@@ -352,6 +357,8 @@ class Broker:
             await self.controlled_shutdown()
         if self.zk_controller is not None:
             await asyncio.to_thread(self.zk_controller.shutdown)
+        if self.cluster_mode and hasattr(self.controller, "shutdown"):
+            await self.controller.shutdown()
         if self.registration is not None:
             self.registration.close()
         if self.topic_configs is not None:
@@ -551,6 +558,14 @@ class Broker:
         e = info.endpoint(listener) if listener is not None else None
         e = e or info.endpoints[0]
         return e.host, e.port
+
+
+def replace_handlers(handlers: list, replacements: list) -> list:
+    """``handlers`` with every one answering an API that a handler of ``replacements`` answers left out,
+    then ``replacements``: a cluster's controller answers ElectLeaders in place of the single node's."""
+    taken = {mark.api_key for r in replacements for _, mark in marked_handlers(type(r))}
+    kept = [h for h in handlers if not {mark.api_key for _, mark in marked_handlers(type(h))} & taken]
+    return kept + list(replacements)
 
 
 def _new_cluster_id() -> str:
