@@ -42,11 +42,42 @@ def build_config(properties: str | None, overrides: list[str]):
     return BrokerConfig.from_properties(values)
 
 
+class ZkControllerService:
+    """The ZooKeeper controller as the composition root runs it, with the handlers of the APIs it answers."""
+
+    def __init__(self, links):
+        from .controller.kafka_controller import KafkaController
+        self.links = links
+        self.controller = KafkaController(links.config, links.zk_client, links.send, broker_id=links.broker_id,
+                                          inter_broker_listener_name=links.config.inter_broker_listener_name)
+
+    def startup(self) -> None:
+        self.controller.startup()
+
+    def shutdown(self) -> None:
+        self.controller.shutdown()
+
+    def api_handlers(self) -> list:
+        from .server.controller_apis import (
+            AlterPartitionApi,
+            ControlledShutdownApi,
+            PartitionReassignmentsApi,
+            ZkElectLeadersApi,
+        )
+        c = self.controller
+        return [ControlledShutdownApi(c), AlterPartitionApi(c), ZkElectLeadersApi(c, self.links.metadata_cache),
+                PartitionReassignmentsApi(c)]
+
+
+def _zk_admin_manager(links, service):
+    from .server.zk_admin_manager import ZkAdminManager
+    return ZkAdminManager(links.config, links.zk_client, links.metadata_cache,
+                          controller=service.controller if service is not None else None)
+
+
 def cluster_factories() -> dict:
-    """HOOK(cluster-controller): the ZooKeeper controller and the topic admin manager `serve` builds in a cluster
-    (Broker's ``controller_factory`` and ``admin_manager_factory``); none until that branch is merged, and then
-    the brokers follow a controller elsewhere and refuse topic changes."""
-    return {}
+    """The ZooKeeper controller and the topic admin manager `serve` builds in a cluster."""
+    return {"controller_factory": ZkControllerService, "admin_manager_factory": _zk_admin_manager}
 
 
 async def serve(config) -> int:
