@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import socket
 import time
 
 import pytest
@@ -24,11 +25,49 @@ def skip_without_cluster():
             pytest.mark.skipif(not cluster_factories(), reason="this build has no ZooKeeper controller")]
 
 
+class ReadyCluster(EmbeddedCluster):
+    """An EmbeddedCluster whose start also waits until every broker has heard from the controller."""
+
+    def start(self, timeout: float = WAIT) -> "ReadyCluster":
+        super().start(timeout)
+        wait_for_metadata(self)
+        return self
+
+
 def new_cluster(**overrides) -> EmbeddedCluster:
     settings = {"min.insync.replicas": 2, "default.replication.factor": 3, "zookeeper.session.timeout.ms": 4000,
                 "replica.lag.time.max.ms": 10000, "group.initial.rebalance.delay.ms": 0}
     settings.update(overrides)
-    return EmbeddedCluster(3, settings)
+    return ReadyCluster(3, settings)
+
+
+def controller_known_by(broker) -> int:
+    """The controller id a broker's Metadata answer names (-1: it has had no UpdateMetadata yet)."""
+    from kafka_compat.protocol.frames import FrameReader, decode_response, encode_request
+    from kafka_compat.protocol.messages.metadata import MetadataRequest
+    try:
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
+            sock.sendall(encode_request(3, 12, 1, MetadataRequest(topics=[])))
+            frames = FrameReader()
+            while not (got := frames.frames()):
+                data = sock.recv(65536)
+                if not data:
+                    return -1
+                frames.feed(data)
+            return decode_response(3, 12, got[0])[1].controller_id
+    except OSError:
+        return -1
+
+
+def wait_for_metadata(cluster: EmbeddedCluster) -> None:
+    """Until every running broker names the same live controller (clients' admin calls need one)."""
+    def agreed():
+        known = {controller_known_by(b) for b in cluster.brokers if b.running}
+        return len(known) == 1 and known.pop() >= 0
+    try:
+        cluster.wait_until(agreed, WAIT, "every broker to know the controller")
+    except TimeoutError as e:
+        raise TimeoutError(f"{e}\n{cluster.logs()}") from None
 
 
 def create_topic(cluster: EmbeddedCluster, topic: str, partitions: int = 3, replication_factor: int = 3,
@@ -51,6 +90,7 @@ def wait_for_full_isr(cluster: EmbeddedCluster, topic: str, partition: int, size
 def wait_all_registered(cluster: EmbeddedCluster) -> None:
     cluster.wait_until(lambda: cluster.registered() == set(range(len(cluster.brokers))), WAIT,
                        "every broker to be registered")
+    wait_for_metadata(cluster)
 
 
 def read_all(cluster: EmbeddedCluster, topic: str, partitions: int) -> dict[int, list[tuple[int, bytes]]]:
