@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import queue
+import socket
 import threading
-import time
 import uuid
 
 import pytest
@@ -492,20 +492,92 @@ def test_requests_wait_out_a_zookeeper_crash(zookeeper, clients):  # noqa: F811 
     assert client.session_id == session and got[1].epoch == epoch
 
 
-def test_a_stall_longer_than_the_session_is_seen_as_lost(zookeeper, clients):  # noqa: F811
-    client = clients(session_timeout_ms=1000, zk_server=zookeeper)
-    states = StateLog(client)
-    session = client.session_id
-    epoch = client.register_broker(broker_info(1))
-    zookeeper.pause()
-    states.expect("SUSPENDED")                    # no answer within 2/3 of the session timeout
-    time.sleep(3)                                 # well past the session timeout
-    assert states.states.empty()                  # kazoo cannot tell "slow" from "expired" on its own
-    zookeeper.resume()
-    # The server expires the session at its next tick after it resumes; kazoo may reconnect to the old
-    # session just before that and be dropped again, so a CONNECTED and SUSPENDED may come first.
-    assert set(states.until("LOST")) <= {"CONNECTED", "SUSPENDED", "LOST"}
-    states.expect("CONNECTED")                    # kazoo opened a new session
-    assert client.session_id != session
-    assert client.get_broker(1) is None           # the ephemeral registration died with the session
-    assert client.register_broker(broker_info(1)) > epoch
+class Gate:
+    """A TCP relay in front of ZooKeeper that a test can shut: while shut, every connection through it
+    is closed and new ones are closed at once, so the client can reach the server only when the test says."""
+
+    def __init__(self, upstream: tuple[str, int]):
+        self.upstream = upstream
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.open = True
+        self.pipes: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                if not self.open:
+                    client.close()
+                    continue
+                try:
+                    server = socket.create_connection(self.upstream)
+                except OSError:
+                    client.close()
+                    continue
+                self.pipes += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def shut(self) -> None:
+        with self.lock:
+            self.open = False
+            for s in self.pipes:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+            self.pipes.clear()
+
+    def reopen(self) -> None:
+        with self.lock:
+            self.open = True
+
+    def close(self) -> None:
+        self.shut()
+        self.listener.close()
+
+
+def test_a_cut_longer_than_the_session_is_seen_as_lost(server, raw, chroot):
+    # The client reaches the server through a gate. Cut off for longer than its session, it cannot
+    # tell "slow" from "expired" until it is let back, and only then learns the session is gone.
+    gate = Gate(("127.0.0.1", server.port))
+    client = KafkaZkClient(f"127.0.0.1:{gate.port}{chroot}", 1000).start()
+    try:
+        client.create_top_level_paths()
+        states = StateLog(client)
+        session = client.session_id
+        epoch = client.register_broker(broker_info(1))
+        gone = threading.Event()
+        assert raw.exists(f"{chroot}/brokers/ids/1", watch=lambda event: gone.set()) is not None
+        gate.shut()
+        states.expect("SUSPENDED")
+        assert gone.wait(WAIT)                    # the server expired the session and its ephemeral node
+        assert states.states.empty()              # kazoo cannot tell "slow" from "expired" on its own
+        gate.reopen()
+        states.expect("LOST", "CONNECTED")        # told so on reconnecting, kazoo opened a new session
+        assert client.session_id != session
+        assert client.get_broker(1) is None       # the ephemeral registration died with the session
+        assert client.register_broker(broker_info(1)) > epoch
+    finally:
+        client.close()
+        gate.close()

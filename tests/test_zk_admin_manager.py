@@ -32,12 +32,7 @@ from kafka_compat.protocol.messages.incremental_alter_configs import Incremental
 from kafka_compat.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from kafka_compat.protocol.messages.metadata import MetadataRequest
 from kafka_compat.server.configs import ConfigsApi
-from kafka_compat.server.controller_apis import (
-    AlterPartitionApi,
-    ControlledShutdownApi,
-    PartitionReassignmentsApi,
-    ZkElectLeadersApi,
-)
+from kafka_compat.server.controller_apis import controller_api_handlers
 from kafka_compat.server.create_topics import CreateTopicsApi
 from kafka_compat.server.delete_topics import DeleteTopicsApi
 from kafka_compat.server.kafka_apis import KafkaApis
@@ -95,9 +90,7 @@ class Front:
         handlers = [CreateTopicsApi(cfg, self.cache, self.admin), DeleteTopicsApi(cfg, self.cache, self.admin),
                     ConfigsApi(broker_id, self.cache, cfg, self.admin), MetadataApi(cfg, self.cache, self.admin)]
         if controller:
-            handlers += [ControlledShutdownApi(self.controller), AlterPartitionApi(self.controller),
-                         ZkElectLeadersApi(self.controller, self.cache, self.admin),
-                         PartitionReassignmentsApi(self.controller)]
+            handlers += controller_api_handlers(self.controller, self.cache, self.admin)
         apis = KafkaApis(handlers)
         self.server = SocketServer([EndPoint("PLAINTEXT", "127.0.0.1", 0, SecurityProtocol.PLAINTEXT)], apis.handle,
                                    apis.supported_versions(), max_request_bytes=1 << 20)

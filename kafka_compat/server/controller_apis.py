@@ -156,3 +156,10 @@ class PartitionReassignmentsApi:
 
 
 CONTROLLER_HANDLER_CLASSES = (ControlledShutdownApi, AlterPartitionApi, ZkElectLeadersApi, PartitionReassignmentsApi)
+
+
+def controller_api_handlers(controller: KafkaController, metadata_cache: MetadataCache, admin_manager=None) -> list:
+    """The handler objects of a ZooKeeper cluster member for these APIs (ZkElectLeadersApi replaces the
+    single node's ElectLeadersApi: register one of the two)."""
+    return [ControlledShutdownApi(controller), AlterPartitionApi(controller),
+            ZkElectLeadersApi(controller, metadata_cache, admin_manager), PartitionReassignmentsApi(controller)]

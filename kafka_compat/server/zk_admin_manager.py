@@ -109,9 +109,16 @@ class ZkAdminManager:
         self._purgatory: DelayedOperationPurgatory | None = None
 
     async def startup(self) -> None:
-        """Load every topic's overrides and start listening for config changes."""
-        self._purgatory = DelayedOperationPurgatory("topic", loop=asyncio.get_running_loop())
+        """Load every topic's overrides and start listening for config changes (for `log_config`, the
+        topic config listeners and unclean elections turned on by a config change)."""
+        self._topic_purgatory()
         await asyncio.to_thread(self._config_manager.startup)
+
+    def _topic_purgatory(self) -> DelayedOperationPurgatory:
+        """Where the waits for the metadata cache park (made on the loop, at the first use)."""
+        if self._purgatory is None:
+            self._purgatory = DelayedOperationPurgatory("topic", loop=asyncio.get_running_loop())
+        return self._purgatory
 
     async def shutdown(self) -> None:
         self._config_manager.shutdown()
@@ -317,11 +324,11 @@ class ZkAdminManager:
         items, topics = set(items), set(topics)
         if not items:
             return set()
-        if timeout_ms <= 0 or self._purgatory is None:
+        if timeout_ms <= 0:
             return {i for i in items if not satisfied(i)}
         future = asyncio.get_running_loop().create_future()
         operation = _DelayedMetadataWait(timeout_ms, items, satisfied, future)
-        self._purgatory.try_complete_else_watch(operation, sorted(topics))
+        self._topic_purgatory().try_complete_else_watch(operation, sorted(topics))
         return await future
 
     def _has_leader(self, tp: TopicPartition) -> bool:
