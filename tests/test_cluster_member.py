@@ -14,6 +14,7 @@ import pytest
 from kazoo.client import KazooClient
 from wire import AsyncWireClient
 
+from kafka_compat.cli import cluster_factories
 from kafka_compat.network.socket_server import BrokerStartError
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.frames import FrameReader, frame_response, parse_request
@@ -129,9 +130,10 @@ class PlayedController:
 
 
 @asynccontextmanager
-async def leading(tmp_path, zk_server, chroot, **overrides):
-    """A started broker the played controller has made leader of t-0: (broker, controller)."""
-    b = Broker(config(tmp_path, zk_server, chroot, **overrides))
+async def leading(tmp_path, zk_server, chroot, factories: dict | None = None, **overrides):
+    """A started broker the played controller has made leader of t-0: (broker, controller).
+    ``factories``: the Broker's controller/admin manager factories (default: none, a follower of the cluster)."""
+    b = Broker(config(tmp_path, zk_server, chroot, **overrides), **(factories or {}))
     await b.start()
     controller = PlayedController(b)
     try:
@@ -317,11 +319,18 @@ def test_controlled_shutdown_asks_the_controller_until_nothing_is_left(tmp_path,
 
 
 # ---------------------------------------------------------------- topic configs
-def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_path, zk_server, chroot, raw):
+@pytest.mark.parametrize("listener", ["own watch", "admin manager's"])
+def test_topic_overrides_are_read_before_the_log_is_made_and_followed_after(tmp_path, zk_server, chroot, raw,
+                                                                           listener):
+    """Whichever listens to /config/changes (the broker's topic configs alone, or the ZooKeeper admin
+    manager's config manager, which the topic configs then follow), the change reaches the log."""
     raw.create("/config/topics/t", b'{"version":1,"config":{"min.insync.replicas":"2"}}', makepath=True)
+    factories = None
+    if listener == "admin manager's":
+        factories = {"admin_manager_factory": cluster_factories()["admin_manager_factory"]}
 
     async def scenario():
-        async with leading(tmp_path, zk_server, chroot) as (b, _):
+        async with leading(tmp_path, zk_server, chroot, factories) as (b, _):
             partition = b.replica_manager.get_partition("t", 0)
             at_creation = partition.min_insync_replicas
             # as Kafka's admin tools change a topic config: the overrides, then a change notification

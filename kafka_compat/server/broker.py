@@ -298,6 +298,10 @@ class Broker:
             self.zk_controller = self.controller_factory(links)
         self.controller = (self.admin_manager_factory(links, self.zk_controller)
                            if self.admin_manager_factory is not None else ClusterAdminUnavailable(self.topic_configs))
+        # one /config/changes listener: the admin manager's when it has one, else the topic configs' own watch
+        add_listener = getattr(self.controller, "add_topic_config_listener", None)
+        if add_listener is not None:
+            self.topic_configs.follow(add_listener, loop)
         if hasattr(self.controller, "startup"):
             await self.controller.startup()
         self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
@@ -319,7 +323,8 @@ class Broker:
             on_resumed=self._on_zk_resumed, on_lost=self._on_zk_session_lost, on_registered=self._on_registered)
         try:
             await self.registration.start()
-            await asyncio.to_thread(self.topic_configs.start_watching, loop)
+            if add_listener is None:
+                await asyncio.to_thread(self.topic_configs.start_watching, loop)
         except Exception as e:
             await self.stop()
             raise BrokerStartError(f"cannot register broker {self.broker_id} in ZooKeeper: {e}") from e

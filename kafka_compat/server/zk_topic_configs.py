@@ -62,6 +62,21 @@ class ZkTopicConfigs:
         self._seen = children[-1] if children else None
         self._watch = self.zk.watch_children(zd.CONFIG_CHANGES_PATH, self._on_children)
 
+    def follow(self, add_listener: Callable[[Callable[[str, dict[str, str]], None]], None],
+               loop: asyncio.AbstractEventLoop) -> None:
+        """Take topic changes from the broker's other /config/changes listener (the admin manager's
+        ZkConfigManager) instead of watching too: one listener per broker, as in Kafka.
+        ``add_listener(callback)`` registers ``callback(topic, overrides)``, called on that listener's thread."""
+        self._loop = loop
+        add_listener(self._on_topic_change)
+
+    def _on_topic_change(self, topic: str, configs: dict[str, str]) -> None:     # the listener's thread
+        if topic not in self.overrides:           # not hosted here: read when a LeaderAndIsr brings it
+            return
+        self.overrides[topic] = dict(configs)
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.on_changed, topic)
+
     def stop_watching(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
