@@ -44,22 +44,57 @@ def restart_all(cluster) -> None:
 
 
 def test_znodes_hold_kafkas_json(cluster):
-    create_topic(cluster, "znodes", partitions=2)
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+    create_topic(cluster, "znodes", partitions=2, configs={"retention.ms": "3600000"})
     zk = cluster.zk
     topic = json.loads(zk.get("/brokers/topics/znodes")[0])
     assert topic["version"] == 3 and set(topic) >= {"partitions", "topic_id", "adding_replicas", "removing_replicas"}
     assert sorted(topic["partitions"]) == ["0", "1"] and all(sorted(r) == [0, 1, 2] for r in topic["partitions"].values())
-    assert len(topic["topic_id"]) == 22
-    state = json.loads(zk.get("/brokers/topics/znodes/partitions/0/state")[0])
-    assert state["version"] == 1 and set(state) >= {"leader", "leader_epoch", "controller_epoch", "isr"}
+    assert len(topic["topic_id"]) == 22 and topic["adding_replicas"] == topic["removing_replicas"] == {}
     controller = json.loads(zk.get("/controller")[0])
     assert controller["brokerid"] in (0, 1, 2) and controller["timestamp"].isdigit()
-    assert int(zk.get("/controller_epoch")[0]) >= 1
+    controller_epoch = int(zk.get("/controller_epoch")[0])
+    assert controller_epoch >= 1
+    for p in (0, 1):
+        state = json.loads(zk.get(f"/brokers/topics/znodes/partitions/{p}/state")[0])
+        assert state["version"] == 1 and state["leader"] == topic["partitions"][str(p)][0]   # the preferred replica
+        assert sorted(state["isr"]) == [0, 1, 2] and state["leader_epoch"] >= 0
+        assert state["controller_epoch"] <= controller_epoch
     for i in range(3):
         broker = json.loads(zk.get(f"/brokers/ids/{i}")[0])
-        assert broker["version"] == 5 and broker["endpoints"] == [f"PLAINTEXT://127.0.0.1:{cluster.brokers[i].port}"]
+        port = cluster.brokers[i].port
+        assert broker["version"] == 5 and broker["endpoints"] == [f"PLAINTEXT://127.0.0.1:{port}"]
+        assert (broker["host"], broker["port"], broker["jmx_port"]) == ("127.0.0.1", port, -1)
+        assert broker["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+        assert broker["timestamp"].isdigit() and "rack" not in broker
     cluster_id = json.loads(zk.get("/cluster/id")[0])
     assert cluster_id["version"] == "1" and len(cluster_id["id"]) == 22
+    assert json.loads(zk.get("/config/topics/znodes")[0]) == {"version": 1, "config": {"retention.ms": "3600000"}}
+
+    # a config change: the new overrides, then a sequential notification naming the topic
+    before = set(zk.get_children("/config/changes"))
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    change = ConfigResource(ConfigResource.Type.TOPIC, "znodes", incremental_configs=[
+        ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([change])[change].result(WAIT)
+    assert json.loads(zk.get("/config/topics/znodes")[0])["config"] == {"retention.ms": "7200000"}
+    (notification,) = set(zk.get_children("/config/changes")) - before
+    assert notification.startswith("config_change_") and len(notification) == len("config_change_") + 10
+    assert json.loads(zk.get(f"/config/changes/{notification}")[0]) == {"version": 2, "entity_path": "topics/znodes"}
+
+    # an idempotent producer's id comes from a block taken at /latest_producer_id_block
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+    p.produce("znodes", b"x", partition=0)
+    assert p.flush(30) == 0
+    block = json.loads(zk.get("/latest_producer_id_block")[0])
+    assert block["version"] == 1 and block["broker"] in (0, 1, 2)
+    assert int(block["block_end"]) - int(block["block_start"]) + 1 == 1000
+
+    # deleting is a request at /admin/delete_topics/<t> that the controller carries out and removes
+    admin.delete_topics(["znodes"])["znodes"].result(WAIT)
+    cluster.wait_until(lambda: not zk.exists("/brokers/topics/znodes") and not zk.exists("/config/topics/znodes")
+                       and zk.get_children("/admin/delete_topics") == [], WAIT, "the deletion to finish")
 
 
 def test_min_insync_replicas_with_one_replica_alive(cluster):
