@@ -19,7 +19,7 @@ Kafka's ZooKeeper-mode broker:
   the controller through the AlterPartitionManager, both over NetworkClients on
   the inter-broker listener;
 - it registers /brokers/ids/<id> once it listens (server/zk_registration.py),
-  stops acting as leader whenever the ZooKeeper session is in doubt, and
+  stops acting as leader once its ZooKeeper session may have expired, and
   registers again (a new broker epoch) after losing it;
 - producer id blocks come from /latest_producer_id_block;
 - the ZooKeeper controller and the topic admin manager come from factories

@@ -6,11 +6,16 @@ listens, and the znode's czxid is its broker epoch, which every control request
 must carry. kazoo reports the session's fate on its own thread; here it becomes
 calls on the event loop:
 
-- SUSPENDED (connection lost, the session may live): ``on_suspended``. The
-  composition root stops acting as leader at once: if the session expires,
-  another broker may be made leader of our partitions, and two leaders of one
-  epoch must never both acknowledge a write.
-- CONNECTED again in the same session: ``on_resumed`` (nobody replaced us).
+- SUSPENDED (connection lost, the session may live): ``on_suspended`` once the
+  session may have expired at the server, and the composition root stops acting
+  as leader then: after an expiry another broker may be made leader of our
+  partitions, and two leaders must never both acknowledge a write. kazoo
+  suspends after hearing nothing for at most 2/3 of the session timeout, so the
+  server cannot expire the session within the remaining third: until then (a
+  short hiccup, a slow ZooKeeper) the broker goes on leading, which no other
+  broker can have been made meanwhile.
+- CONNECTED again in the same session: ``on_resumed`` if ``on_suspended`` was
+  called (nobody replaced us).
 - LOST (the session expired: our znode is gone): the epoch becomes unknown
   (``epoch`` is None, so control requests are refused) and ``on_lost``; once
   kazoo has a new session we register again (a new czxid, a new broker epoch,
@@ -47,6 +52,8 @@ class ZkBrokerRegistration:
         self.on_registered = on_registered
         self.epoch: int | None = None          # the czxid of our registration; None while not registered
         self.session_lost = False
+        self.suspended = False                 # on_suspended was called and the session is not back yet
+        self._suspension: asyncio.TimerHandle | None = None
         self.closed = False
         self._task: asyncio.Task | None = None
 
@@ -72,6 +79,29 @@ class ZkBrokerRegistration:
             pass
         if self._task is not None:
             self._task.cancel()
+        self._end_suspension()
+
+    def suspension_grace_s(self) -> float:
+        """How long after a SUSPENDED the session surely still lives at the server: a third of its timeout
+        (the negotiated one when kazoo has it, which a server's maxSessionTimeout may have lowered)."""
+        timeout_ms = self.zk.session_timeout_ms
+        negotiated = getattr(getattr(self.zk, "zk", None), "_session_timeout", None)
+        if isinstance(negotiated, (int, float)) and negotiated > 0:
+            timeout_ms = min(timeout_ms, negotiated)
+        return timeout_ms / 3000
+
+    def _end_suspension(self) -> None:
+        if self._suspension is not None:
+            self._suspension.cancel()
+            self._suspension = None
+
+    def _suspended_too_long(self) -> None:
+        self._suspension = None
+        if not self.closed and not self.suspended:
+            log.warning("no ZooKeeper connection for a third of the session timeout: not acting as leader until "
+                        "the session is back")
+            self.suspended = True
+            self.on_suspended()
 
     # -- kazoo's thread: hand over, never block
     def _on_state(self, state: str) -> None:
@@ -82,20 +112,27 @@ class ZkBrokerRegistration:
         if self.closed:
             return
         if state == ZkState.SUSPENDED:
-            log.warning("lost the connection to ZooKeeper; not acting as leader until it is back")
-            self.on_suspended()
+            if self._suspension is None and not self.suspended:
+                grace = self.suspension_grace_s()
+                log.warning("lost the connection to ZooKeeper; leading on for %.1f s at most", grace)
+                self._suspension = self.loop.call_later(grace, self._suspended_too_long)
         elif state == ZkState.LOST:
             log.warning("the ZooKeeper session expired: registration gone (was broker epoch %s)", self.epoch)
+            self._end_suspension()
+            self.suspended = False
             self.epoch = None
             self.session_lost = True
             self.on_lost()
         elif state == ZkState.CONNECTED:
+            self._end_suspension()
             if self.session_lost:
                 if self._task is None or self._task.done():
                     self._task = self.loop.create_task(self._register_again())
             else:
                 log.info("reconnected to ZooKeeper in the same session")
-                self.on_resumed()
+                if self.suspended:
+                    self.suspended = False
+                    self.on_resumed()
 
     async def _register_again(self) -> None:
         while not self.closed:
