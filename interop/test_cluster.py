@@ -275,3 +275,24 @@ def _coordinator(cluster, group: str) -> int:
         h = (31 * h + ch) & 0xFFFFFFFF
     h = h - (1 << 32) if h >= 1 << 31 else h
     return cluster.leader("__consumer_offsets", (h & 0x7FFFFFFF) % partitions)
+
+
+def test_a_preferred_leader_election_moves_leadership_back(cluster):
+    """ElectLeaders reaches the controller's broker, and its answer comes once the election is made."""
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    create_topic(cluster, "preferred", partitions=1)
+    preferred = json.loads(cluster.zk.get("/brokers/topics/preferred")[0])["partitions"]["0"][0]
+    assert cluster.leader("preferred", 0) == preferred
+    try:
+        assert cluster.stop(preferred) == 0                # controlled shutdown: another replica leads
+        cluster.start_broker(preferred)
+        wait_for_full_isr(cluster, "preferred", 0)
+        moved_to = cluster.leader("preferred", 0)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        answer = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("preferred", 0)]).result(WAIT)
+    finally:
+        restart_all(cluster)
+    assert moved_to != preferred
+    assert [(tp.topic, tp.partition, error) for tp, error in answer.items()] == [("preferred", 0, None)]
+    assert cluster.leader("preferred", 0) == preferred

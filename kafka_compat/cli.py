@@ -48,6 +48,7 @@ class ZkControllerService:
     def __init__(self, links):
         from .controller.kafka_controller import KafkaController
         self.links = links
+        self.admin_manager = None               # the ZkAdminManager, once built (ElectLeaders waits through it)
         self.controller = KafkaController(links.config, links.zk_client, links.send, broker_id=links.broker_id,
                                           inter_broker_listener_name=links.config.inter_broker_listener_name)
 
@@ -57,6 +58,9 @@ class ZkControllerService:
     def shutdown(self) -> None:
         self.controller.shutdown()
 
+    def use_admin_manager(self, admin_manager) -> None:
+        self.admin_manager = admin_manager
+
     def api_handlers(self) -> list:
         from .server.controller_apis import (
             AlterPartitionApi,
@@ -65,14 +69,17 @@ class ZkControllerService:
             ZkElectLeadersApi,
         )
         c = self.controller
-        return [ControlledShutdownApi(c), AlterPartitionApi(c), ZkElectLeadersApi(c, self.links.metadata_cache),
-                PartitionReassignmentsApi(c)]
+        return [ControlledShutdownApi(c), AlterPartitionApi(c),
+                ZkElectLeadersApi(c, self.links.metadata_cache, self.admin_manager), PartitionReassignmentsApi(c)]
 
 
 def _zk_admin_manager(links, service):
     from .server.zk_admin_manager import ZkAdminManager
-    return ZkAdminManager(links.config, links.zk_client, links.metadata_cache,
-                          controller=service.controller if service is not None else None)
+    manager = ZkAdminManager(links.config, links.zk_client, links.metadata_cache,
+                             controller=service.controller if service is not None else None)
+    if service is not None:
+        service.use_admin_manager(manager)
+    return manager
 
 
 def cluster_factories() -> dict:
