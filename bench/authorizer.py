@@ -6,8 +6,11 @@ The authorizer holds `--acls` topic ACLs (literal, prefixed and wildcard, severa
 Cases, each printed as a JSON line with ns per check:
   floor        a plain dict.get on the same 5-tuple key (the least a cached answer can cost);
   warm         AclAuthorizer.authorize() for 1,000 distinct questions already asked once;
-  cold         the decision itself (cache bypassed): what the first check of a question costs.
-The target is warm within ~2x of the floor.
+  cold         the decision itself (cache bypassed): what the first check of a question costs;
+  request-N    what a Produce or Fetch of N topics spends on authorization, as the handlers ask it
+               (AuthHelper.authorize, once per topic, for a connection), against N plain dict lookups
+               of (principal, host, operation, type, name): ns per request.
+The target is warm within ~2x of the floor, and a request's checks within ~2x of one dict lookup per topic.
 """
 from __future__ import annotations
 
@@ -31,6 +34,19 @@ from kafka_compat.security.acl import (  # noqa: E402
 )
 from kafka_compat.security.authorizer import AclAuthorizer  # noqa: E402
 from kafka_compat.security.principal import KafkaPrincipal  # noqa: E402
+from kafka_compat.server.auth_helper import TOPIC, WRITE, AuthHelper  # noqa: E402
+
+
+class Connection:
+    """What a handler's request carries: the connection's principal, address and cache key."""
+
+    def __init__(self, principal: KafkaPrincipal, host: str):
+        self.principal, self.host, self.acl_key = principal, host, f"{principal}|{host}"
+
+
+class Request:
+    def __init__(self, connection):
+        self.connection = connection
 
 OPS = [AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE]
 
@@ -107,7 +123,41 @@ def main() -> int:
     print(f"warm check: {figures['warm']:.0f} ns ({figures['warm'] / figures['floor']:.2f}x a dict lookup), "
           f"cold decision: {figures['cold']:.0f} ns, over {args.acls + 1} ACLs; "
           f"{sum(answers)} of {len(answers)} questions allowed")
+    for topics in (1, 10):
+        per_request, floor_request = request_figures(auth, topics, args.seconds)
+        print(json.dumps({"case": f"request-{topics}", "ns_per_request": round(per_request, 1),
+                          "floor_ns_per_request": round(floor_request, 1), "topics": topics}))
+        print(f"a request of {topics} topic(s): {per_request:.0f} ns of authorization "
+              f"({per_request / floor_request:.2f}x {topics} dict lookup(s) of the full question)")
     return 0
+
+
+def request_figures(auth: AclAuthorizer, topics: int, seconds: float) -> tuple[float, float]:
+    """ns per request: the handlers' checks (1,000 requests from 20 connections, warm) and the floor."""
+    helper = AuthHelper(auth)
+    requests = []
+    for q in range(1000):
+        connection = Connection(KafkaPrincipal("User", f"user{q % 20}"), "10.0.0.1")
+        requests.append((Request(connection), [f"topic-{(q * 7 + t) % 2000}" for t in range(topics)]))
+    authorize = helper.authorize
+    floor_dict = {}
+    for request, names in requests:
+        for n in names:
+            floor_dict[(request.connection.principal, request.connection.host, AclOperation.WRITE,
+                        ResourceType.TOPIC, n)] = authorize(request, WRITE, TOPIC, n)
+
+    def checks():
+        for request, names in requests:
+            for n in names:
+                authorize(request, WRITE, TOPIC, n)
+
+    def floor():
+        get = floor_dict.get
+        for request, names in requests:
+            c = request.connection
+            for n in names:
+                get((c.principal, c.host, AclOperation.WRITE, ResourceType.TOPIC, n))
+    return timed(checks, seconds), timed(floor, seconds)
 
 
 if __name__ == "__main__":

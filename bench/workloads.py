@@ -112,10 +112,11 @@ def _produce_all(producer: Producer, topic: str, source) -> None:
                 poll(0.005)
 
 
-def produce(bootstrap: str, topic: str, source, *, acks, compression: str) -> dict:
+def produce(bootstrap: str, topic: str, source, *, acks, compression: str, client: dict | None = None) -> dict:
+    """`client`: more librdkafka settings (security.protocol, ssl.*, sasl.*)."""
     errors = DeliveryErrors()
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "compression.type": compression,
-                  "on_delivery": errors, **PRODUCER})
+                  "on_delivery": errors, **PRODUCER, **(client or {})})
     p.list_topics(topic, timeout=10)          # connected before the clock starts
     threads = thread_cpu()
     start = time.perf_counter()
@@ -128,9 +129,10 @@ def produce(bootstrap: str, topic: str, source, *, acks, compression: str) -> di
     return {"seconds": seconds, **busiest}
 
 
-def consume(bootstrap: str, topic: str, count: int, group: str, idle_timeout: float = 30.0) -> dict:
+def consume(bootstrap: str, topic: str, count: int, group: str, idle_timeout: float = 30.0,
+            client: dict | None = None) -> dict:
     """Read `count` records in a consumer group from the earliest offset; timed from assignment to last record."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, **CONSUMER})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, **CONSUMER, **(client or {})})
     start = None
     threads = {}
 

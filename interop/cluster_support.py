@@ -47,7 +47,7 @@ def controller_known_by(broker) -> int:
     from kafka_compat.protocol.messages.metadata import MetadataRequest
     try:
         with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
-            sock.sendall(encode_request(3, 12, 1, MetadataRequest(topics=[])))
+            sock.sendall(encode_request(3, 12, MetadataRequest(topics=[]), 1))
             frames = FrameReader()
             while not (got := frames.frames()):
                 data = sock.recv(65536)

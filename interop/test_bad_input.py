@@ -43,6 +43,36 @@ def closed_without_answer(port: int, payload: bytes) -> bool:
             return True
 
 
+class Traffic:
+    """Rounds of records from a confluent-kafka producer (`count`) and a kafka-python one (one record),
+    all to partition 0 of `topic`, and a consumer reading them back in order: `sent`, `got`, `failed`."""
+
+    def __init__(self, topic: str, producer, other, consumer, count: int = PER_ROUND):
+        self.topic, self.producer, self.other, self.consumer, self.count = topic, producer, other, consumer, count
+        self.sent, self.got, self.failed = [], [], []
+
+    def _delivered(self, err, msg) -> None:
+        if err is not None:
+            self.failed.append(err)
+
+    def produce_round(self, tag: str) -> None:
+        values = [f"{tag}-{i}".encode() for i in range(self.count)]
+        for v in values:
+            self.producer.produce(self.topic, value=v, partition=0, on_delivery=self._delivered)
+        assert self.producer.flush(WAIT) == 0
+        self.sent.extend(values)
+        v = f"{tag}-kafka-python".encode()
+        self.other.send(self.topic, value=v, partition=0).get(WAIT)
+        self.sent.append(v)
+
+    def consume_all(self) -> None:
+        deadline = time.monotonic() + WAIT
+        while len(self.got) < len(self.sent) and time.monotonic() < deadline:
+            for m in self.consumer.consume(num_messages=500, timeout=0.2):
+                assert m.error() is None, m.error()
+                self.got.append(m.value())
+
+
 @pytest.fixture(scope="module")
 def broker():
     with EmbeddedBroker() as b:
@@ -69,36 +99,14 @@ def test_bad_connections_leave_real_clients_undisturbed(broker):
     consumer = ck.Consumer({**common, "group.id": unique("unused"), "enable.auto.commit": False})
     consumer.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
     other = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap)     # a second client library
-    sent, got, failed = [], [], []
-
-    def delivered(err, msg):
-        if err is not None:
-            failed.append(err)
-
-    def produce_round(tag: str) -> None:
-        values = [f"{tag}-{i}".encode() for i in range(PER_ROUND)]
-        for v in values:
-            producer.produce(topic, value=v, partition=0, on_delivery=delivered)
-        assert producer.flush(WAIT) == 0
-        sent.extend(values)
-        v = f"{tag}-kafka-python".encode()
-        other.send(topic, value=v, partition=0).get(WAIT)
-        sent.append(v)
-
-    def consume_all() -> None:
-        deadline = time.monotonic() + WAIT
-        while len(got) < len(sent) and time.monotonic() < deadline:
-            for m in consumer.consume(num_messages=500, timeout=0.2):
-                assert m.error() is None, m.error()
-                got.append(m.value())
-
+    traffic = Traffic(topic, producer, other, consumer)
     try:
-        produce_round("before")
-        consume_all()
+        traffic.produce_round("before")
+        traffic.consume_all()
         for name, payload in BAD.items():
             assert closed_without_answer(broker.port, payload), name
-            produce_round(name)
-            consume_all()
+            traffic.produce_round(name)
+            traffic.consume_all()
         # let both clients report statistics taken after the last bad connection
         stats.clear()
         deadline = time.monotonic() + WAIT
@@ -108,8 +116,8 @@ def test_bad_connections_leave_real_clients_undisturbed(broker):
     finally:
         consumer.close()
         other.close()
-    assert got == sent
-    assert not failed and not errors, (failed, errors)
+    assert traffic.got == traffic.sent
+    assert not traffic.failed and not errors, (traffic.failed, errors)
     for name, s in stats.items():
         for b in s["brokers"].values():
             if b["nodeid"] >= 0:

@@ -78,14 +78,21 @@ class _Started:
 
 
 class EmbeddedBroker(_Started):
+    """`listeners` maps listener names to security protocols ({"PLAINTEXT": "PLAINTEXT", "CLIENT": "SASL_SSL"});
+    each listens on its own free loopback port, the first on `port` (`bootstrap`), the others at
+    `bootstrap_for(name)`. The default is one PLAINTEXT listener."""
+
     def __init__(self, overrides: dict | None = None, data_dir: str | None = None, port: int | None = None,
-                 python: str | None = None):
+                 python: str | None = None, listeners: dict[str, str] | None = None):
         """``python``: the interpreter to run the broker with (default: this one), e.g. another checkout's venv."""
         self.python = python or sys.executable
         self.overrides = dict(overrides or {})
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kafka-compat-")
-        self.port = port or free_port()
+        self.listeners = {name.upper(): protocol.upper() for name, protocol in (listeners or {"PLAINTEXT":
+                                                                                              "PLAINTEXT"}).items()}
+        self.ports = {name: (port if i == 0 and port else free_port()) for i, name in enumerate(self.listeners)}
+        self.port = next(iter(self.ports.values()))
         self.proc: subprocess.Popen | None = None
         self.log_path = os.path.join(self.data_dir, "broker.log")
 
@@ -93,10 +100,15 @@ class EmbeddedBroker(_Started):
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    def bootstrap_for(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener.upper()]}"
+
     def start(self, timeout: float = 30.0) -> "EmbeddedBroker":
         args = [self.python, "-m", "kafka_compat", "serve",
-                "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
+                "--listeners", ",".join(f"{name}://127.0.0.1:{p}" for name, p in self.ports.items()),
                 "--log-dirs", os.path.join(self.data_dir, "logs")]
+        if any(name != protocol for name, protocol in self.listeners.items()):
+            args += ["-o", "listener.security.protocol.map=" + ",".join(f"{n}:{p}" for n, p in self.listeners.items())]
         for k, v in self.overrides.items():
             args += ["-o", f"{k}={v}"]
         os.makedirs(self.data_dir, exist_ok=True)        # a caller's data_dir need not exist yet

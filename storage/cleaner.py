@@ -14,10 +14,12 @@ One round on a log:
    byte; offsets never change; the last batch of each producer id is kept even when it
    empties, as a header-only batch, so idempotent producers' sequence state survives;
 5. the cleaned segments are swapped in (copy-on-write), so appends and reads never wait.
-Transaction markers are kept as they are (aborted-transaction removal is not done here), a
-cleaned segment keeps the aborted transactions of the segments it replaces in its
-``.txnindex``, and records of aborted transactions never enter the offset map, so they
-cannot make a committed value of their key disappear.
+Transactions, as Kafka's CleanedTransactionMetadata: records of aborted transactions never
+enter the offset map (they cannot make a committed value of their key disappear) and their
+batches are removed; an ABORT marker is kept (with its ``.txnindex`` entry) while data of its
+transaction remains in the cleaned segments, a COMMIT marker while its transaction's batches were
+seen in the same pass. A marker no longer needed gets a delete horizon like a tombstone and goes
+once delete.retention.ms has passed; the last batch of a producer is kept, emptied, as always.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ import threading
 from kafka_compat.protocol.compression import NONE
 from kafka_compat.protocol.records import (
     LOG_APPEND_TIME,
+    ControlRecordType,
     CorruptRecordError,
     LegacyMessage,
     RecordBatch,
     build_batch,
     build_legacy_message_set,
+    control_record_type,
 )
 
 from . import checkpoint
@@ -97,6 +101,58 @@ def dirty_ratio(log_: UnifiedLog, first_dirty: int, first_uncleanable: int) -> t
             dirty += seg.size
     total = clean + dirty
     return (dirty / total if total else 0.0), dirty
+
+
+class CleanedTransactionMetadata:
+    """What one cleaning pass knows of transactions (Kafka's CleanedTransactionMetadata): the aborted
+    ones its batches may belong to, which of those still hold data, and the committed ones seen."""
+
+    def __init__(self):
+        self._aborted: list = []                    # AbortedTxn, by first offset, not reached yet
+        self._ongoing_aborted: dict[int, list] = {}    # producer id -> [AbortedTxn, last batch offset seen]
+        self._ongoing_committed: set[int] = set()
+        self.cleaned_index = None                   # the cleaned segment's TransactionIndex
+
+    def add_aborted_transactions(self, txns) -> None:
+        known = {(t.producer_id, t.first_offset) for t in self._aborted}
+        self._aborted.extend(t for t in txns if (t.producer_id, t.first_offset) not in known)
+        self._aborted.sort(key=lambda t: t.first_offset)
+
+    def _consume_aborted_up_to(self, offset: int) -> None:
+        while self._aborted and self._aborted[0].first_offset <= offset:
+            txn = self._aborted.pop(0)
+            self._ongoing_aborted.setdefault(txn.producer_id, [txn, None])
+
+    def on_batch_read(self, info) -> bool:
+        """A data batch: True when it belongs to an aborted transaction (its records may all go)."""
+        self._consume_aborted_up_to(info.last_offset)
+        if not info.is_transactional:
+            return False
+        ongoing = self._ongoing_aborted.get(info.producer_id)
+        if ongoing is not None:
+            ongoing[1] = info.last_offset
+            return True
+        self._ongoing_committed.add(info.producer_id)
+        return False
+
+    def on_control_batch_read(self, info, control_type: int | None) -> bool:
+        """A marker: True when nothing of its transaction is left, so the marker itself may go."""
+        self._consume_aborted_up_to(info.last_offset)
+        if control_type is None:
+            return True                                     # an already emptied control batch
+        if control_type == ControlRecordType.ABORT:
+            ongoing = self._ongoing_aborted.pop(info.producer_id, None)
+            if ongoing is not None and ongoing[1] is not None:
+                if self.cleaned_index is not None:
+                    self.cleaned_index.append(ongoing[0])
+                return False
+            return True
+        if control_type == ControlRecordType.COMMIT:
+            if info.producer_id in self._ongoing_committed:
+                self._ongoing_committed.discard(info.producer_id)
+                return False
+            return True
+        return False
 
 
 class Cleaner:
@@ -170,20 +226,22 @@ class Cleaner:
         config = log_.config
         cleaned = LogSegment(log_.dir, group[0].base_offset, config, suffix=CLEANED_SUFFIX, active=False,
                              created_ms=now)
+        txns = CleanedTransactionMetadata()
+        txns.cleaned_index = cleaned.txn_index
         try:
-            for seg in group:
+            for i, seg in enumerate(group):
+                upper = group[i + 1].base_offset if i + 1 < len(group) else seg.next_offset
+                txns.add_aborted_transactions(log_.collect_aborted_transactions(seg.base_offset, upper))
                 retain_legacy_deletes = seg.last_modified() > legacy_horizon
                 for info in seg.batches():
                     self._check()
                     stats.bytes_read += info.size
                     out = self._filter_batch(seg, info, offset_map, now, config.delete_retention_ms,
-                                             retain_legacy_deletes, round_end, producer_last_offsets, stats)
+                                             retain_legacy_deletes, round_end, producer_last_offsets, stats, txns)
                     if out is not None:
                         data, max_ts, offset_of_max = out
                         cleaned.append(data, info.last_offset, max_ts, offset_of_max)
                         stats.bytes_written += len(data)
-                for txn in seg.txn_index.all_aborted_txns():
-                    cleaned.txn_index.append(txn)
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified())
@@ -195,11 +253,17 @@ class Cleaner:
             raise
 
     def _filter_batch(self, seg, info, offset_map, now, delete_retention_ms, retain_legacy_deletes, round_end,
-                      producer_last_offsets, stats):
+                      producer_last_offsets, stats, txns: CleanedTransactionMetadata):
         """The bytes that replace one batch (None: drop it), with its max timestamp and offset."""
         raw = memoryview(seg.read_bytes(info.position, info.size))
+        last_of_producer = info.magic >= 2 and info.producer_id >= 0 and \
+            producer_last_offsets.get(info.producer_id) == info.last_offset
         if info.is_control:
-            return raw, info.max_timestamp, info.last_offset
+            return self._filter_marker(info, raw, now, delete_retention_ms, last_of_producer, txns)
+        if info.magic >= 2 and txns.on_batch_read(info):
+            # an aborted transaction's batch: its records go (the header stays if it is the producer's last)
+            stats.records_read += info.last_offset - info.base_offset + 1
+            return self._empty(info) if last_of_producer else None
         view = RecordBatch(raw) if info.magic >= 2 else LegacyMessage(raw)
         try:
             records = list(view.records())
@@ -228,18 +292,8 @@ class Cleaner:
         if len(kept) == len(records) and not needs_horizon:
             return raw, info.max_timestamp, info.last_offset
         if not kept:
-            keep_empty = info.magic >= 2 and (
-                (info.producer_id >= 0 and producer_last_offsets.get(info.producer_id) == info.last_offset)
-                or info.next_offset == round_end)
-            if not keep_empty:
-                return None
-            data = build_batch([], base_offset=info.base_offset, last_offset_delta=info.last_offset - info.base_offset,
-                               producer_id=info.producer_id, producer_epoch=info.producer_epoch,
-                               base_sequence=info.base_sequence, partition_leader_epoch=info.partition_leader_epoch,
-                               timestamp_type=LOG_APPEND_TIME if info.log_append_time else 0,
-                               base_timestamp=info.max_timestamp, max_timestamp=info.max_timestamp,
-                               is_transactional=info.is_transactional)
-            return data, info.max_timestamp, info.last_offset
+            keep_empty = info.magic >= 2 and (last_of_producer or info.next_offset == round_end)
+            return self._empty(info) if keep_empty else None
         if info.magic >= 2:
             data = build_batch(
                 [(r.key, r.value, r.headers, r.timestamp) for r in kept], base_offset=info.base_offset,
@@ -260,6 +314,44 @@ class Cleaner:
                  for r in kept]
         max_ts = max(r.timestamp for r in kept)
         return b"".join(parts), max_ts, kept[-1].offset
+
+
+    @staticmethod
+    def _empty(info, is_control: bool = False):
+        """A batch's header without records: its offsets, producer and sequence stay known."""
+        data = build_batch([], base_offset=info.base_offset, last_offset_delta=info.last_offset - info.base_offset,
+                           producer_id=info.producer_id, producer_epoch=info.producer_epoch,
+                           base_sequence=info.base_sequence, partition_leader_epoch=info.partition_leader_epoch,
+                           timestamp_type=LOG_APPEND_TIME if info.log_append_time else 0,
+                           base_timestamp=info.max_timestamp, max_timestamp=info.max_timestamp,
+                           is_transactional=info.is_transactional, is_control=is_control)
+        return data, info.max_timestamp, info.last_offset
+
+    def _filter_marker(self, info, raw, now, delete_retention_ms, last_of_producer, txns):
+        """A transaction marker stays while its transaction has data here; then, like a tombstone, it
+        gets a delete horizon and goes once that has passed."""
+        view = RecordBatch(raw)
+        try:
+            record = next(iter(view.records()), None)
+            control_type = None if record is None else control_record_type(record.key)
+        except (CorruptRecordError, ValueError, TypeError):
+            return raw, info.max_timestamp, info.last_offset
+        if not txns.on_control_batch_read(info, control_type):
+            return raw, info.max_timestamp, info.last_offset
+        if record is None:
+            return (raw, info.max_timestamp, info.last_offset) if last_of_producer else None
+        if not view.has_delete_horizon:
+            data = build_batch([(record.key, record.value, record.headers, record.timestamp)],
+                               base_offset=info.base_offset, producer_id=info.producer_id,
+                               producer_epoch=info.producer_epoch, base_sequence=info.base_sequence,
+                               partition_leader_epoch=info.partition_leader_epoch, is_transactional=True,
+                               is_control=True, offset_deltas=[record.offset - info.base_offset],
+                               last_offset_delta=info.last_offset - info.base_offset,
+                               delete_horizon_ms=now + delete_retention_ms)
+            return data, info.max_timestamp, info.last_offset
+        if now < view.delete_horizon_ms:
+            return raw, info.max_timestamp, info.last_offset
+        return self._empty(info, is_control=True) if last_of_producer else None
 
 
 def _records(seg: LogSegment, info):

@@ -70,7 +70,7 @@ class LocalLink:
             raise DisconnectedError(f"node {node.node_id} is down")
         self.correlation += 1
         self.sent.append((node.node_id, api_key, body))
-        request = parse_request(encode_request(api_key, api_version, self.correlation, body)[4:])
+        request = parse_request(encode_request(api_key, api_version, body, self.correlation)[4:])
         result = target.apis.handle(request, None)
         if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
             result = await result

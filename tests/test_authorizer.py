@@ -527,4 +527,7 @@ def test_authorizer_bench_script_runs():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     cases = {d["case"]: d for d in (json.loads(line) for line in out.stdout.splitlines() if line.startswith("{"))}
-    assert set(cases) == {"floor", "warm", "cold"} and all(c["ns_per_check"] > 0 for c in cases.values())
+    assert set(cases) == {"floor", "warm", "cold", "request-1", "request-10"}
+    assert all(cases[c]["ns_per_check"] > 0 for c in ("floor", "warm", "cold"))
+    assert all(cases[c]["ns_per_request"] > 0 and cases[c]["floor_ns_per_request"] > 0
+               for c in ("request-1", "request-10"))

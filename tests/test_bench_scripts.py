@@ -1,4 +1,5 @@
-"""bench/codec.py, bench/storage.py and bench/cluster.py still run, floors included.
+"""bench/codec.py, bench/storage.py, bench/security.py, bench/transactions.py and bench/cluster.py still run,
+floors included.
 
 No figure is asserted (timing belongs to the benchmarks); these prove the scripts
 work and that their reference loops do the same work as the code they are set against.
@@ -70,3 +71,25 @@ def test_cluster_bench_scale_scenario():
     assert scale["scenario"] == "scale" and scale["records"] == 2000
     for side in ("one_broker", "cluster"):
         assert scale[side]["mb_per_s"] > 0 and scale[side]["client_busiest_thread"]
+
+
+def test_security_bench_runs_every_case():
+    """Tiny: the three brokers start, every case produces and consumes (the script checks each consume
+    is complete), and each compared case gets its ratio line."""
+    out = subprocess.run([sys.executable, "bench/security.py", "--count", "200", "--rounds", "1", "--acls", "20"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    cases = {d["case"] for d in _json_lines(out.stdout)}
+    assert {f"{kind}-1KiB-{case}{suffix}" for kind in ("produce", "consume")
+            for case, suffix in (("PLAINTEXT", ""), ("ACL-OFF", ""), ("SSL", ""), ("SSL", "-vs-PLAINTEXT"),
+                                 ("SASL_SSL", "-vs-PLAINTEXT"), ("ACL-ON", "-vs-ACL-OFF"))} <= cases
+
+
+def test_transactions_bench_writes_what_it_times():
+    out = subprocess.run([sys.executable, "bench/transactions.py", "--records", "2000", "--rounds", "1",
+                          "--per-txn", "500"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # 2,000 records and a warm-up record each; the transactional side also holds one COMMIT marker per
+    # partition of each of its 4 + 1 transactions (4 partitions, the warm-up's 1)
+    assert "records in the log: {'idempotent': 2001, 'transactional': 2018}" in out.stdout
+    assert "ratio" in out.stdout

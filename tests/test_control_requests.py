@@ -51,7 +51,7 @@ class Broker:
 
     async def call(self, api_key: int, version: int, body):
         self.correlation += 1
-        request = parse_request(encode_request(api_key, version, self.correlation, body)[4:])
+        request = parse_request(encode_request(api_key, version, body, self.correlation)[4:])
         result = self.apis.handle(request, None)
         return await result if asyncio.iscoroutine(result) else result
 

@@ -576,6 +576,29 @@ def test_scram_client_final_refused_with_rfc_error(clock, store, mangle, error):
     assert isinstance(out[1], Close)
 
 
+def test_scram_client_final_nonce_need_only_end_with_the_servers(clock, store):
+    """librdkafka 2.0 (kcat, Debian) repeats its own nonce in client-final: r=<cnonce><cnonce><snonce>.
+    Kafka checks endsWith, so it logs in there; the proof is computed over what was sent."""
+    auth = authenticator(clock, store)
+    bare = "n=alice,r=abc"
+
+    def doubled(server_first: bytes) -> bytes:
+        nonce = server_first.decode().split(",")[0][2:]
+        doubled_first = server_first.replace(f"r={nonce}".encode(), f"r=abc{nonce}".encode())
+        final = scram_client_final("alice", "alice-secret", SHA256, bare, doubled_first)
+        # the auth message must hold the server-first as the server sent it: recompute with the real one
+        attrs = dict(p.split("=", 1) for p in server_first.decode().split(","))
+        salted = SHA256.salted_password("alice-secret", base64.b64decode(attrs["s"]), int(attrs["i"]))
+        without_proof = final[:final.index(b",p=")].decode()
+        auth_message = f"{bare},{server_first.decode()},{without_proof}".encode()
+        client_key = SHA256.hmac(salted, b"Client Key")
+        signature = SHA256.hmac(SHA256.hash(client_key), auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+    _, out = run_scram(auth, b"n,," + bare.encode(), doubled)
+    assert out[-1] == Authenticated("SCRAM-SHA-256", "alice", 0, False)
+
+
 def test_scram_over_raw_v0_tokens(clock, store):
     auth = authenticator(clock, store)
     handshake(auth, "SCRAM-SHA-512", version=0)

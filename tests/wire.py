@@ -16,7 +16,7 @@ __all__ = ["WireClient", "AsyncWireClient", "encode_request", "decode_response"]
 
 
 def encode_request(api_key: int, version: int, body, correlation_id: int = 1, client_id: str = "wire") -> bytes:
-    return bytes(frames.encode_request(api_key, version, correlation_id, body, client_id))
+    return frames.encode_request(api_key, version, body, correlation_id, client_id)
 
 
 class WireClient:

@@ -21,7 +21,13 @@ import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.UserScramCredentialAlteration;
+import org.apache.kafka.clients.admin.UserScramCredentialDeletion;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
+import org.apache.kafka.clients.admin.UserScramCredentialsDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -32,8 +38,18 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AccessControlEntryFilter;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourcePatternFilter;
+import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -63,7 +79,11 @@ public final class ClientHarness {
         "  admin alter-config --topic T --config K=V...",
         "  admin delete --topic T...",
         "  admin list-topics",
-        "  admin describe-group --group G [--topic T]...");
+        "  admin describe-group --group G [--topic T]...",
+        "  admin scram-upsert --user U --password P [--iterations N] | scram-delete --user U | scram-describe --user U",
+        "  admin acl-create --principal P --operation OP --topic T --pattern LITERAL|PREFIXED",
+        "  admin acl-describe|acl-delete --topic T --pattern LITERAL|PREFIXED|MATCH|ANY",
+        "every command: [--client-config K=V]... (client settings: security.protocol, ssl.*, sasl.*)");
 
     private final Map<String, List<String>> opts = new HashMap<>();
     private final List<String> positional = new ArrayList<>();
@@ -126,6 +146,10 @@ public final class ClientHarness {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, opt("bootstrap"));
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, opt("client-id", "kafka-compat-java-harness"));
+        for (String kv : all("client-config")) {
+            int eq = kv.indexOf('=');
+            p.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
         return p;
     }
 
@@ -331,11 +355,59 @@ public final class ClientHarness {
                         System.out.println("{\"topic\":" + q(name) + "}");
                     return 0;
                 case "describe-group": return describeGroup(admin);
+                case "scram-upsert": case "scram-delete": return alterScram(admin, sub);
+                case "scram-describe": return describeScram(admin);
+                case "acl-create": case "acl-describe": case "acl-delete": return acls(admin, sub);
                 default:
                     System.err.println(USAGE);
                     return 2;
             }
         }
+    }
+
+    /** SCRAM-SHA-256 credentials of --user: set with --password and --iterations, or deleted. */
+    private int alterScram(Admin admin, String sub) throws Exception {
+        String user = opt("user");
+        UserScramCredentialAlteration change = sub.equals("scram-upsert")
+            ? new UserScramCredentialUpsertion(user, new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256,
+                intOpt("iterations", 4096)), opt("password"))
+            : new UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_256);
+        admin.alterUserScramCredentials(Collections.singletonList(change)).all().get(30, TimeUnit.SECONDS);
+        System.out.println("{\"altered\":" + q(user) + "}");
+        return 0;
+    }
+
+    private int describeScram(Admin admin) throws Exception {
+        String user = opt("user");
+        UserScramCredentialsDescription d = admin.describeUserScramCredentials(Collections.singletonList(user))
+            .description(user).get(30, TimeUnit.SECONDS);
+        for (ScramCredentialInfo info : d.credentialInfos())
+            System.out.println("{\"user\":" + q(d.name()) + ",\"mechanism\":" + q(info.mechanism().name())
+                + ",\"iterations\":" + info.iterations() + "}");
+        return 0;
+    }
+
+    /** Topic ACLs: acl-create --principal P --operation OP --topic NAME --pattern LITERAL|PREFIXED;
+     *  acl-describe and acl-delete --topic NAME --pattern LITERAL|PREFIXED|MATCH|ANY (any principal, operation). */
+    private int acls(Admin admin, String sub) throws Exception {
+        PatternType pattern = PatternType.valueOf(opt("pattern"));
+        Collection<AclBinding> out;
+        if (sub.equals("acl-create")) {
+            AclBinding b = new AclBinding(new ResourcePattern(ResourceType.TOPIC, opt("topic"), pattern),
+                new AccessControlEntry(opt("principal"), "*", AclOperation.valueOf(opt("operation")),
+                    AclPermissionType.ALLOW));
+            admin.createAcls(Collections.singletonList(b)).all().get(30, TimeUnit.SECONDS);
+            out = Collections.singletonList(b);
+        } else {
+            AclBindingFilter f = new AclBindingFilter(new ResourcePatternFilter(ResourceType.TOPIC, opt("topic"), pattern),
+                AccessControlEntryFilter.ANY);
+            out = sub.equals("acl-describe") ? admin.describeAcls(f).values().get(30, TimeUnit.SECONDS)
+                : admin.deleteAcls(Collections.singletonList(f)).all().get(30, TimeUnit.SECONDS);
+        }
+        for (AclBinding b : out)
+            System.out.println("{\"name\":" + q(b.pattern().name()) + ",\"pattern\":" + q(b.pattern().patternType().name())
+                + ",\"principal\":" + q(b.entry().principal()) + ",\"operation\":" + q(b.entry().operation().name()) + "}");
+        return 0;
     }
 
     private Map<String, String> configs() {

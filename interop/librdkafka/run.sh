@@ -14,9 +14,14 @@
 #     TESTS=0012 bash interop/librdkafka/run.sh   # one test (librdkafka's TESTS)
 #
 # Two passes, as the suite's scenarios/ ask: "default" (topics auto-created) and
-# "noautocreate", each against a fresh broker. Tests that shell out to Kafka's
-# kafka-topics.sh get KAFKA_PATH=interop/librdkafka/kafka, whose bin/ does the
-# same over the Admin API (kafka_topics.py).
+# "noautocreate", each against a fresh broker with Kafka's ACL authorizer on
+# (allow.everyone.if.no.acl.found=true, as a trivup cluster with ACLs runs), and a
+# third, "sasl_ssl", where the broker has only a SASL_SSL listener asking for
+# client certificates and the suite's SSL and SASL tests (and a few plain ones)
+# log in with SCRAM-SHA-512 (security_setup.py makes the certificates and the
+# SSL_* files trivup would). Tests that shell out to Kafka's kafka-topics.sh and
+# kafka-acls.sh get KAFKA_PATH=interop/librdkafka/kafka, whose bin/ does the same
+# over the Admin API (kafka_topics.py, kafka_acls.py).
 #
 # Environment: PARALLEL (concurrent tests, default 3), TEST_KAFKA_VERSION (the
 # broker version the suite assumes when deciding what to test, default 3.9.1),
@@ -115,16 +120,19 @@ trap cleanup EXIT
 TESTS_SKIP="$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$HERE/skip.txt" | cut -c1-4 | sort -u | paste -sd, -)"
 export TESTS_SKIP PYTHON
 
-# run_pass SCENARIO AUTO_CREATE: the broker settings of the suite's
-# scenarios/SCENARIO.json (topic auto-creation on or off, 4 partitions), and the
-# runner restricted to that scenario's tests.
+# run_pass NAME SCENARIO AUTO_CREATE PROTOCOL [BROKER-PROPERTIES]: a fresh broker with
+# the settings of the suite's scenarios/SCENARIO.json (topic auto-creation on or
+# off, 4 partitions) listening with PROTOCOL, and the runner restricted to that
+# scenario's tests (and to $PASS_TESTS when set).
+SECURITY="$RUN/security"
+AUTHORIZER=(-o authorizer.class.name=kafka.security.authorizer.AclAuthorizer -o allow.everyone.if.no.acl.found=true)
 run_pass() {
-    local scenario=$1 auto_create=$2 dir="$RUN/$1" port
+    local name=$1 scenario=$2 auto_create=$3 protocol=$4 properties=${5:-} dir="$RUN/$1" port
     mkdir -p "$dir"
     port="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     (cd "$ROOT" && PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec "$PYTHON" -m kafka_compat serve \
-        --listeners "PLAINTEXT://127.0.0.1:$port" --log-dirs "$dir/data" \
-        -o auto.create.topics.enable="$auto_create" -o num.partitions=4 \
+        ${properties:+"$properties"} --listeners "$protocol://127.0.0.1:$port" --log-dirs "$dir/data" \
+        -o auto.create.topics.enable="$auto_create" -o num.partitions=4 "${AUTHORIZER[@]}" \
         >"$dir/broker.log" 2>&1) &
     BROKER_PID=$!
     for _ in $(seq 300); do
@@ -136,14 +144,19 @@ run_pass() {
         echo "bootstrap.servers=127.0.0.1:$port"
         echo "# A Python broker on a shared 2-core machine: give the suite's waits room."
         echo "test.timeout.multiplier=3"
+        [ "$protocol" = PLAINTEXT ] || cat "$SECURITY/client.conf"
     } >"$dir/test.conf"
-    say "scenario $scenario: kafka-compat on 127.0.0.1:$port, $PARALLEL tests at a time"
+    [ "$protocol" = PLAINTEXT ] || "$PYTHON" "$HERE/security_setup.py" user "$SECURITY" "127.0.0.1:$port"
+    say "pass $name (scenario $scenario): kafka-compat on $protocol://127.0.0.1:$port, $PARALLEL tests at a time"
     local rc=0
     (
         cd "$TESTDIR"
         export LD_LIBRARY_PATH="../src:../src-cpp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
         export RDKAFKA_TEST_CONF="$dir/test.conf" TEST_REPORT="$dir/report.json" \
             BROKERS="127.0.0.1:$port" KAFKA_PATH="$HERE/kafka" RDKAFKA_GITVER="$(basename "$SRC")"
+        [ -z "${PASS_TESTS:-}" ] || export TESTS="$PASS_TESTS"
+        # shellcheck disable=SC1091
+        [ "$protocol" = PLAINTEXT ] || . "$SECURITY/ssl.env"
         unset CI  # the runner caps itself at 3 concurrent tests when CI is set
         # -Q quick mode, -E no sockem (network fault injection), -L no broker-less tests.
         exec ./test-runner -Q -E -L -p"$PARALLEL" -s "$scenario"
@@ -152,9 +165,20 @@ run_pass() {
     stop_broker
 }
 
+# The SASL_SSL pass: the SSL and SASL tests, and some plain ones to see ordinary traffic over SASL_SSL.
+SECURE_TESTS="0097,0135,0012,0013,0022,0030"
+secure=0
+for t in ${SECURE_TESTS//,/ }; do case ",${TESTS:-$SECURE_TESTS}," in *",$t,"*) secure=1;; esac; done
+
 start=$(date +%s)
-run_pass default true
-run_pass noautocreate false
+"$PYTHON" "$HERE/security_setup.py" files "$SECURITY"
+run_pass default default true PLAINTEXT
+run_pass noautocreate noautocreate false PLAINTEXT
+passes=("$RUN/default" "$RUN/noautocreate")
+if [ "$secure" = 1 ]; then
+    PASS_TESTS="${TESTS:-$SECURE_TESTS}" run_pass sasl_ssl default true SASL_SSL "$SECURITY/broker.properties"
+    passes+=("$RUN/sasl_ssl")
+fi
 say "suite ran in $(( $(date +%s) - start ))s (TEST_KAFKA_VERSION=$TEST_KAFKA_VERSION)"
 
-"$PYTHON" "$HERE/report.py" "$HERE/skip.txt" "$RUN/default" "$RUN/noautocreate"
+"$PYTHON" "$HERE/report.py" "$HERE/skip.txt" "${passes[@]}"

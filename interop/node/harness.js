@@ -54,7 +54,9 @@ const USAGE = `usage: harness.js <command> --bootstrap HOST:PORT [options]
   admin alter-config --topic T --config K=V...
   admin delete --topic T...
   admin list-topics
-  admin describe-group --group G [--topic T]...`
+  admin describe-group --group G [--topic T]...
+every command: [--ssl-ca PEM-FILE [--ssl-cert PEM-FILE --ssl-key PEM-FILE]] [--sasl-mechanism PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 --sasl-username U --sasl-password P]
+              [--reauthentication-threshold-ms MS]`
 
 const CODECS = {
   none: CompressionTypes.None,
@@ -307,9 +309,23 @@ async function main () {
     clientId: args.opt('client-id', 'kafka-compat-kafkajs-harness'),
     brokers: args.opt('bootstrap').split(','),      // HOST:PORT[,HOST:PORT...], as the other clients take it
     logLevel: logLevel.ERROR,
-    retry: { retries: 3 }
+    retry: { retries: 3 },
+    ssl: args.has('ssl-ca') ? tls(args) : undefined,
+    // KIP-368: log in again this long before the broker's session would end (KafkaJS's default: 10 s)
+    reauthenticationThreshold: Number(args.opt('reauthentication-threshold-ms', 10000)),
+    sasl: args.has('sasl-mechanism')
+      ? { mechanism: args.opt('sasl-mechanism').toLowerCase(), username: args.opt('sasl-username'), password: args.opt('sasl-password') }
+      : undefined
   })
   return handlers[command](kafka, args)
+}
+
+// TLS options: the CA to trust, and the client's own certificate when the broker asks for one
+function tls (args) {
+  const read = key => require('fs').readFileSync(args.opt(key))
+  const out = { ca: [read('ssl-ca')] }
+  if (args.has('ssl-cert')) Object.assign(out, { cert: read('ssl-cert'), key: read('ssl-key') })
+  return out
 }
 
 // stdout to a pipe is written asynchronously: exit only once every line is out

@@ -650,8 +650,40 @@ class GroupCoordinator:
         self.manager.store_offsets(group, offsets, callback)
         return None
 
+    def handle_txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                                  instance_id: str | None, generation_id: int,
+                                  offsets: dict[tuple[str, int], OffsetAndMetadata], callback) -> None:
+        """TxnOffsetCommit: the offsets are written now and count when the transaction commits."""
+        def all_(code):
+            callback({tp: code for tp in offsets})
+
+        error = self.validate_group_status(group_id, "TxnOffsetCommit")
+        if error is not None:
+            return all_(error)
+        group = self.manager.get_group(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return all_(E.ILLEGAL_GENERATION)
+            group = self.manager.add_group(ClassicGroup(group_id))
+        error = self._validate_offset_commit(group, member_id, instance_id, generation_id, transactional=True)
+        if error is not None:
+            return all_(error)
+        self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets, callback)
+
+    def on_transaction_completed(self, producer_id: int, offsets_partitions, committed: bool) -> None:
+        """WriteTxnMarkers wrote a marker to these `__consumer_offsets` partitions (Kafka's
+        onTransactionCompleted): the producer's pending offsets there become committed or vanish."""
+        self.manager.complete_txn(producer_id, offsets_partitions, committed)
+
+    def unstable_partitions(self, group_id: str, partitions) -> set[tuple[str, int]]:
+        """Of ``partitions``, those with a transactional commit still waiting for its marker."""
+        group = self.manager.get_group(group_id)
+        if group is None or not group.pending_txn_offsets:
+            return set()
+        return {tp for tp in partitions if group.has_pending_offset_commits(tp)}
+
     def _validate_offset_commit(self, group: ClassicGroup, member_id: str, instance_id: str | None,
-                                generation_id: int) -> int | None:
+                                generation_id: int, transactional: bool = False) -> int | None:
         if group.is_(DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_(EMPTY):
@@ -662,9 +694,9 @@ class GroupCoordinator:
                 return error
             if generation_id != group.generation_id:
                 return E.ILLEGAL_GENERATION
-        elif not group.is_(EMPTY):
+        elif not transactional and not group.is_(EMPTY):
             return E.UNKNOWN_MEMBER_ID      # only members commit for a group that has some
-        if group.is_(COMPLETING):
+        if group.is_(COMPLETING) and not transactional:
             return E.REBALANCE_IN_PROGRESS
         return None
 

@@ -91,6 +91,8 @@ class ClassicGroup:
         self.num_members_awaiting_join = 0
         self.supported_protocols: Counter = Counter()
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # TxnOffsetCommit offsets by producer id, counted only once the transaction commits
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
         self.subscribed_topics: set[str] | None = None
         self.new_member_added = False
 
@@ -304,6 +306,26 @@ class ClassicGroup:
         return [(mid, m.group_instance_id, m.metadata(self.protocol_name)) for mid, m in self.members.items()]
 
     # ------------------------------------------------------------ offsets
+    def prepare_txn_offset_commit(self, producer_id: int, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+        self.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+
+    def fail_pending_txn_offset_commit(self, producer_id: int, partitions) -> None:
+        pending = self.pending_txn_offsets.get(producer_id)
+        if pending is not None:
+            for tp in partitions:
+                pending.pop(tp, None)
+            if not pending:
+                del self.pending_txn_offsets[producer_id]
+
+    def complete_pending_txn_offset_commit(self, producer_id: int, committed: bool) -> None:
+        """The transaction's marker is written: its offsets count (commit) or vanish (abort)."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if pending and committed:
+            self.offsets.update(pending)
+
+    def has_pending_offset_commits(self, tp: tuple[str, int]) -> bool:
+        return any(tp in pending for pending in self.pending_txn_offsets.values())
+
     def remove_offsets(self, partitions) -> dict[tuple[str, int], OffsetAndMetadata]:
         removed = {}
         for tp in partitions:

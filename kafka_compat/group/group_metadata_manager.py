@@ -144,7 +144,7 @@ def read_offsets_partition(replica_manager, index: int, load_buffer_size: int):
                 elif isinstance(key, GroupKey):
                     groups[key.group] = None if record.value is None else read_group_value(record.value)
             position = batch.next_offset if hasattr(batch, "next_offset") else batch.last_offset + 1
-    return offsets, groups
+    return offsets, groups, pending
 
 
 class GroupMetadataManager:
@@ -169,6 +169,8 @@ class GroupMetadataManager:
         self.segment_bytes = cfg["offsets.topic.segment.bytes"]
         self.retention_ms = cfg["offsets.retention.minutes"] * 60 * 1000
         self._partition_of: dict[str, int] = {}
+        self.open_txn_groups: dict[int, set[str]] = {}     # producer id -> groups with its pending offsets
+        self.load_task: asyncio.Task | None = None
 
     # ------------------------------------------------------------ partitions
     def partition_for(self, group_id: str) -> int:
@@ -235,12 +237,18 @@ class GroupMetadataManager:
         return group is None or group.is_(GroupState.DEAD)
 
     # ------------------------------------------------------------ writing
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], callback) -> None:
-        """Append to the group's partition with acks=-1; ``callback(error)`` once that is settled."""
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], callback,
+                producer: tuple[int, int] | None = None) -> None:
+        """Append to the group's partition with acks=-1; ``callback(error)`` once that is settled.
+        ``producer``: (producer id, epoch) of a transactional offset commit."""
         if not self.ensure_topic():
             callback(ErrorCode.COORDINATOR_NOT_AVAILABLE)
             return
-        batch = bytearray(build_batch(records, compression=self.compression))
+        if producer is None:
+            batch = bytearray(build_batch(records, compression=self.compression))
+        else:
+            batch = bytearray(build_batch(records, compression=self.compression, producer_id=producer[0],
+                                          producer_epoch=producer[1], base_sequence=0, is_transactional=True))
         index = self.partition_for(group_id)
         results = self.replica_manager.append_records(
             self.commit_timeout_ms, -1, [(GROUP_METADATA_TOPIC_NAME, index, batch)], origin=COORDINATOR,
@@ -265,17 +273,22 @@ class GroupMetadataManager:
         self._append(group.group_id, [(group_metadata_key(group.group_id), value)],
                      lambda error: callback(_STORE_GROUP_ERRORS.get(error, error)))
 
+    def _offset_records(self, group: ClassicGroup, offsets: dict[tuple[str, int], OffsetAndMetadata]):
+        """(offsets to write, {partition: OFFSET_METADATA_TOO_LARGE} for the rest, their records)."""
+        limit = self.metadata_max_bytes
+        ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
+        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
+        records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
+        return ok, errors, records
+
     def store_offsets(self, group: ClassicGroup, offsets: dict[tuple[str, int], OffsetAndMetadata],
                       callback) -> None:
         """Append the commits (one batch, so they land atomically), cache them once durable, then
         ``callback({(topic, partition): error})``."""
-        limit = self.metadata_max_bytes
-        ok = {tp: o for tp, o in offsets.items() if o.metadata is None or len(o.metadata) <= limit}
-        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in ok}
+        ok, errors, records = self._offset_records(group, offsets)
         if not ok:
             callback(errors)
             return
-        records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(o)) for (t, p), o in ok.items()]
 
         def stored(error: int) -> None:
             error = _STORE_OFFSET_ERRORS.get(error, error)
@@ -285,6 +298,42 @@ class GroupMetadataManager:
             callback(errors)
 
         self._append(group.group_id, records, stored)
+
+    def store_txn_offsets(self, group: ClassicGroup, producer_id: int, producer_epoch: int,
+                          offsets: dict[tuple[str, int], OffsetAndMetadata], callback) -> None:
+        """TxnOffsetCommit: append the offsets as the producer's transactional batch; they stay pending
+        (UNSTABLE_OFFSET_COMMIT to require_stable readers) until the transaction's marker."""
+        ok, errors, records = self._offset_records(group, offsets)
+        if not ok:
+            callback(errors)
+            return
+        group.prepare_txn_offset_commit(producer_id, ok)
+        self.open_txn_groups.setdefault(producer_id, set()).add(group.group_id)
+
+        def stored(error: int) -> None:
+            error = _STORE_OFFSET_ERRORS.get(error, error)
+            if error != ErrorCode.NONE:
+                group.fail_pending_txn_offset_commit(producer_id, ok)
+            errors.update((tp, error) for tp in ok)
+            callback(errors)
+
+        self._append(group.group_id, records, stored, (producer_id, producer_epoch))
+
+    def complete_txn(self, producer_id: int, offsets_partitions, committed: bool) -> None:
+        """A marker reached these `__consumer_offsets` partitions: settle the producer's pending offsets there."""
+        group_ids = self.open_txn_groups.get(producer_id)
+        if not group_ids:
+            return
+        partitions = set(offsets_partitions)
+        for group_id in list(group_ids):
+            if self.partition_for(group_id) not in partitions:
+                continue
+            group_ids.discard(group_id)
+            group = self.groups.get(group_id)
+            if group is not None:
+                group.complete_pending_txn_offset_commit(producer_id, committed)
+        if not group_ids:
+            del self.open_txn_groups[producer_id]
 
     def cleanup_group_metadata(self, groups, selector) -> int:
         """Remove offsets chosen by `selector(group)`; an empty group left without offsets dies.
@@ -298,7 +347,7 @@ class GroupMetadataManager:
             if self.is_group_loading(group_id):
                 continue
             removed = selector(group)
-            if group.is_(GroupState.EMPTY) and not group.offsets:
+            if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_txn_offsets:
                 group.transition_to(GroupState.DEAD)
             tombstones = [(offset_commit_key(group_id, t, p), None) for (t, p) in removed]
             if group.is_(GroupState.DEAD) and self.groups.get(group_id) is group:
@@ -383,8 +432,8 @@ class GroupMetadataManager:
     async def load_partition(self, index: int, on_group_loaded) -> None:
         if self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index) is None:
             return
-        offsets, groups = await asyncio.to_thread(read_offsets_partition, self.replica_manager, index,
-                                                  self.load_buffer_size)
+        offsets, groups, pending = await asyncio.to_thread(read_offsets_partition, self.replica_manager, index,
+                                                           self.load_buffer_size)
         by_group: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         for key, o in offsets.items():
             by_group.setdefault(key.group, {})[(key.topic, key.partition)] = o
@@ -392,10 +441,20 @@ class GroupMetadataManager:
         for group_id, value in groups.items():
             if value is not None:
                 loaded.append(group_from_value(group_id, *value))
-        for group_id in by_group.keys() - {g.group_id for g in loaded}:
+        # transactions still open at the end of the log: their offsets wait for the marker
+        pending_by_group: dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]] = {}
+        for producer_id, keyed in pending.items():
+            for key, o in keyed.items():
+                if o is not None:
+                    pending_by_group.setdefault(key.group, {}).setdefault(producer_id, {})[(key.topic,
+                                                                                            key.partition)] = o
+        for group_id in (by_group.keys() | pending_by_group.keys()) - {g.group_id for g in loaded}:
             loaded.append(ClassicGroup(group_id))
         for group in loaded:
             group.offsets = by_group.get(group.group_id, {})
+            group.pending_txn_offsets = pending_by_group.get(group.group_id, {})
+            for producer_id in group.pending_txn_offsets:
+                self.open_txn_groups.setdefault(producer_id, set()).add(group.group_id)
             current = self.add_group(group)
             if current is group:
                 on_group_loaded(group)

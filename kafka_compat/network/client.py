@@ -106,7 +106,7 @@ class _Connection(asyncio.BufferedProtocol):
         if self.closed:
             future.set_exception(DisconnectedError(f"connection to node {self.node.node_id} is closed"))
             return future
-        frame = encode_request(api_key, api_version, correlation_id, body, client_id)
+        frame = encode_request(api_key, api_version, body, correlation_id, client_id)
         future.add_done_callback(_retrieved)       # a caller that gave up must not leave it "never retrieved"
         self.in_flight[correlation_id] = (api_key, api_version, future)
         self.transport.write(frame)

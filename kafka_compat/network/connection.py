@@ -11,6 +11,15 @@ Responses are written as bytes with `transport.write` and, for record bytes
 that live in segment files, with `os.sendfile` (`loop.sendfile` once the socket
 is full); the pieces keep their order because sendfile waits for the
 transport's buffer to drain first.
+
+On TLS listeners asyncio runs the handshake before `connection_made`, where the
+client certificate (if any) names the principal; record bytes then pass
+through user space to be encrypted (no sendfile). On SASL listeners every
+frame goes to the connection's `SaslServerAuthenticator` (sans-I/O, in
+protocol/sasl.py) until it says the client is authenticated, with frames
+capped at sasl.server.max.receive.size meanwhile; afterwards only SaslHandshake
+and SaslAuthenticate (KIP-368 re-authentication) go there, and a request
+arriving after the session expired closes the connection.
 """
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ import asyncio
 import logging
 import os
 import socket
+import struct
 import time
 from collections import deque
 
@@ -30,19 +40,29 @@ from ..protocol.frames import (
     parse_request,
     unsupported_api_versions_response,
 )
+from ..protocol.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, Authenticated, Close, SaslState, SendBytes, SendToken
+from ..security.acl import host_address
+from ..security.principal import ANONYMOUS, NoMatchingRule
 
 log = logging.getLogger(__name__)
 
 READ_AHEAD_FRAMES = 32
+_SIZE = struct.Struct(">i")
 
 
 class Connection(asyncio.BufferedProtocol):
     """asyncio protocol for one client of one listener; `server.handle(request, conn)` does the work."""
 
-    def __init__(self, server, listener: str):
+    def __init__(self, server, listener: str, security=None):
         self.server = server
         self.listener = listener
+        self.security = security        # the listener's ListenerSecurity (TLS, SASL), or None
         self.reader = FrameReader(server.max_request_bytes)
+        self.principal = ANONYMOUS      # who the connection acts as (KafkaPrincipal)
+        self.host = ""                  # the client's address as ACLs name it
+        self.acl_key = ""               # principal and host in one string: the authorizer's cache key
+        self.sasl = None                # the SaslServerAuthenticator of a SASL listener
+        self.tls = False
         self.transport: asyncio.Transport | None = None
         self.queue: deque = deque()
         self.closed = False
@@ -59,6 +79,34 @@ class Connection(asyncio.BufferedProtocol):
         set_buffer_sizes(transport.get_extra_info("socket"), self.server.send_buffer_bytes,
                          self.server.receive_buffer_bytes)
         self.server.connections.add(self)
+        if self.peer:
+            self.host = host_address(self.peer[0])
+        self.act_as(ANONYMOUS)
+        security = self.security
+        if security is not None:
+            self.secure(security, transport.get_extra_info("ssl_object"))
+
+    def secure(self, security, ssl_object) -> None:
+        """Name the principal from the client certificate, and start SASL where the listener wants it."""
+        if ssl_object is not None:
+            self.tls = True
+            try:
+                self.act_as(security.transport_principal(ssl_object.getpeercert(binary_form=True)))
+            except (NoMatchingRule, ValueError) as e:
+                log.info("closing %s: no principal for its certificate: %s", self.peer, e)
+                self.close()
+                return
+        self.sasl = security.authenticator(self._api_versions, self.server.supported_versions)
+        if self.sasl is not None:
+            self.reader.max_frame_size = min(self.reader.max_frame_size, self.sasl.max_receive_size)
+
+    def act_as(self, principal) -> None:
+        self.principal = principal
+        self.acl_key = f"{principal}|{self.host}"
+
+    def _api_versions(self, request):
+        """The broker's ApiVersions answer, for a client that asks before authenticating."""
+        return self.server.handle(request, self)
 
     def get_buffer(self, sizehint):
         return self.reader.get_buffer(sizehint)
@@ -88,9 +136,20 @@ class Connection(asyncio.BufferedProtocol):
         self.server.connections.discard(self)
 
     def close(self):
-        if not self.closed:
-            self.closed = True
+        self.closed = True
+        if not self.transport.is_closing():     # also ends a delayed close (close_later) at once
             self.transport.close()
+
+    def close_later(self, delay: float) -> None:
+        """Stop reading and answering, and close after `delay` seconds (connection.failed.authentication.delay.ms:
+        a failed login's answer reaches the client before the close, and retries are slowed down)."""
+        if self.closed or delay <= 0:
+            self.close()
+            return
+        self.closed = True              # nothing more is read, answered or written
+        self.queue.clear()
+        self.transport.pause_reading()
+        asyncio.get_running_loop().call_later(delay, self.transport.close)
 
     # -- the in-order pipeline
     def pump(self) -> None:
@@ -130,6 +189,15 @@ class Connection(asyncio.BufferedProtocol):
     def answer(self, frame):
         """Handle one request frame; None once its response is written, else an awaitable that
         writes it."""
+        sasl = self.sasl
+        if sasl is not None:
+            if sasl.state is not SaslState.AUTHENTICATED or _api_key(frame) in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+                self.authenticate(sasl.receive_frame(frame))
+                return None
+            if sasl.session_expires_at is not None and sasl.session_expired():
+                log.info("closing %s: SASL session expired (connections.max.reauth.ms)", self.peer)
+                self.close()
+                return None
         try:
             request = parse_request(frame, self.server.supported_versions)
         except UnsupportedApiVersionsRequest as e:
@@ -149,6 +217,29 @@ class Connection(asyncio.BufferedProtocol):
         waiting = self.respond(request, result)
         if waiting is not None:
             await waiting
+
+    def authenticate(self, outputs) -> None:
+        """Carry out what the SASL state machine asked for, in order."""
+        for out in outputs:
+            kind = type(out)
+            if kind is SendToken:
+                self.write(_SIZE.pack(len(out.token)) + bytes(out.token))
+            elif kind is SendBytes:
+                self.write(out.data)
+            elif kind is Authenticated:
+                self.act_as(self.security.sasl_principal(out.authorization_id))
+                self.reader.max_frame_size = self.server.max_request_bytes
+                if out.reauthentication:        # KIP-368: worth a line, as a session expiry's close is
+                    log.info("%s re-authenticated as %s with SASL/%s (session %d ms)", self.peer, self.principal,
+                             out.mechanism, out.session_lifetime_ms)
+                else:
+                    log.debug("%s authenticated as %s with SASL/%s", self.peer, self.principal, out.mechanism)
+            elif kind is Close:
+                log.info("closing %s: %s", self.peer, out.reason)
+                self.close_later(self.server.failed_authentication_delay_ms / 1000)
+                return
+            else:                           # SendResponse
+                self.write(encode_response(out.request, out.body))
 
     def respond(self, request, result):
         if result is None or self.closed:
@@ -174,6 +265,9 @@ class Connection(asyncio.BufferedProtocol):
             if type(part) is memoryview:
                 self.write(part)
                 continue
+            if self.tls:                    # TLS encrypts in user space: read the slice and write it
+                self.write(os.pread(part.fd, part.length, part.position))
+                continue
             sent = send_now(self.transport, part)
             if sent < part.length:
                 return self._write_rest(part, sent, parts)
@@ -190,6 +284,10 @@ class Connection(asyncio.BufferedProtocol):
                 self.write(part)
             else:
                 await send_slice(loop, self.transport, part.fd, part.position, part.length)
+
+
+def _api_key(frame) -> int:
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
 def _in_wire_order(view: memoryview, holes: list):

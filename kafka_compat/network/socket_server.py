@@ -1,7 +1,8 @@
 """SocketServer: the listeners, their connections, and the idle-connection sweep (Kafka's SocketServer).
 
 It knows sockets and frames, not the broker: the composition root hands it the
-request handler and the advertised API versions. Each connection remembers the
+request handler, the advertised API versions and each listener's security (TLS
+context, SASL mechanisms). Each connection remembers the
 listener it came in on, which the Metadata answer needs.
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import logging
 import socket
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 from .connection import Connection
 
@@ -24,7 +25,8 @@ class BrokerStartError(Exception):
 class SocketServer:
     def __init__(self, endpoints, handle: Callable, supported_versions: dict, *, max_request_bytes: int,
                  send_buffer_bytes: int = 102400, receive_buffer_bytes: int = 102400,
-                 connections_max_idle_ms: int | None = 600000, backlog: int = 1024):
+                 connections_max_idle_ms: int | None = 600000, backlog: int = 1024,
+                 security: Mapping | None = None, failed_authentication_delay_ms: int = 100):
         self.endpoints = list(endpoints)          # EndPoint(listener_name, host, port, security_protocol)
         self.handle = handle
         self.supported_versions = supported_versions
@@ -33,6 +35,10 @@ class SocketServer:
         self.receive_buffer_bytes = receive_buffer_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
         self.backlog = backlog
+        self.security = dict(security or {})     # listener name -> ListenerSecurity
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
+        # a TLS client that never finishes its handshake is idle: Kafka's idle timeout closes it
+        self.ssl_handshake_timeout = connections_max_idle_ms / 1000 if connections_max_idle_ms else 60.0
         self.connections: set[Connection] = set()
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: list = []                     # the endpoints with the ports actually bound
@@ -42,9 +48,13 @@ class SocketServer:
         loop = asyncio.get_running_loop()
         for endpoint in self.endpoints:
             name = endpoint.listener_name
+            security = self.security.get(name)
+            context = security.ssl_context if security is not None else None
             try:
-                server = await loop.create_server(lambda name=name: Connection(self, name), endpoint.host or None,
-                                                  endpoint.port, reuse_address=True, backlog=self.backlog)
+                server = await loop.create_server(
+                    lambda name=name, security=security: Connection(self, name, security), endpoint.host or None,
+                    endpoint.port, reuse_address=True, backlog=self.backlog, ssl=context,
+                    ssl_handshake_timeout=self.ssl_handshake_timeout if context is not None else None)
             except OSError as e:
                 await self.stop()
                 raise BrokerStartError(

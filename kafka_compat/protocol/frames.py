@@ -226,16 +226,17 @@ class InvalidResponse(Exception):
     """A response frame our codecs cannot read: the connection it came on is no longer usable."""
 
 
-def encode_request(api_key: int, api_version: int, correlation_id: int, body,
-                   client_id: str | None = "kafka-compat") -> bytearray:
-    """A request frame: size prefix, the header version the API and version call for, the body."""
+def encode_request(api_key: int, version: int, body, correlation_id: int, client_id: str | None = "kafka-compat"
+                   ) -> bytes:
+    """A whole request frame (size prefix, the header version the API and version call for, body): what a
+    client sends."""
     info = APIS[api_key]
     b = bytearray(4)
-    RequestHeader(request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id,
-                  client_id=client_id).encode_into(b, request_header_version(info, api_version))
-    body.encode_into(b, api_version)
+    RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=correlation_id,
+                  client_id=client_id).encode_into(b, request_header_version(info, version))
+    body.encode_into(b, version)
     _SIZE.pack_into(b, 0, len(b) - 4)
-    return b
+    return bytes(b)
 
 
 def response_correlation_id(frame) -> int:
@@ -245,16 +246,16 @@ def response_correlation_id(frame) -> int:
     return _SIZE.unpack_from(frame, 0)[0]
 
 
-def decode_response(api_key: int, api_version: int, frame) -> tuple[int, object]:
+def decode_response(api_key: int, version: int, frame) -> tuple[int, object]:
     """(correlation id, body) of a response frame without its size prefix. Record fields stay views
     into ``frame``. Raises InvalidResponse on anything the schema does not allow."""
     info = APIS[api_key]
     mv = frame if isinstance(frame, memoryview) else memoryview(frame)
     try:
-        header, pos = ResponseHeader.decode(mv, response_header_version(info, api_version))
-        body, _ = info.response.decode(mv, api_version, pos)
+        header, pos = ResponseHeader.decode(mv, response_header_version(info, version))
+        body, _ = info.response.decode(mv, version, pos)
     except DecodeError as e:
-        raise InvalidResponse(f"{info.name} v{api_version} response: {e}") from e
+        raise InvalidResponse(f"{info.name} v{version} response: {e}") from e
     return header.correlation_id, body
 
 

@@ -598,7 +598,9 @@ class ScramServer:
         if channel_binding != self._gs2_header:
             raise SaslCredentialError("SCRAM channel binding does not match the gs2 header",
                                       b"e=channel-bindings-dont-match")
-        if fields[1][2:] != self._nonce_full:
+        # Kafka checks only that the nonce ends with the server's: librdkafka before 2.1 sends the client
+        # nonce twice (cnonce + cnonce + snonce), and the proof covers what was sent either way
+        if not fields[1][2:].endswith(self._nonce_full):
             raise SaslCredentialError("Invalid client nonce in the final client message.", b"e=other-error")
         mech = self.mechanism
         credential = self._credential

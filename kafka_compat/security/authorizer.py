@@ -105,6 +105,23 @@ def validate_new_binding(binding: AclBinding) -> str | None:
     return None
 
 
+# authorizer.class.name values that mean this authorizer (Kafka's ZooKeeper and KRaft authorizers)
+AUTHORIZER_CLASS_NAMES = ("kafka.security.authorizer.AclAuthorizer",
+                          "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+
+
+def configured_authorizer(class_name: str | None, settings: Mapping, store: AclStore | None) -> AclAuthorizer | None:
+    """The authorizer `authorizer.class.name` asks for (None when it is empty); ValueError for any other class.
+    `settings` holds super.users and allow.everyone.if.no.acl.found as given."""
+    class_name = (class_name or "").strip()
+    if not class_name:
+        return None
+    if class_name not in AUTHORIZER_CLASS_NAMES:
+        raise ValueError(f"authorizer.class.name: {class_name} is not available; use one of "
+                         f"{', '.join(AUTHORIZER_CLASS_NAMES)} (the same ACL authorizer) or leave it empty")
+    return AclAuthorizer.from_config(settings, store)
+
+
 class AclAuthorizer:
     """ACLs in memory, indexed for the authorization path, persisted through `store`."""
 
@@ -138,10 +155,25 @@ class AclAuthorizer:
                   name: str) -> bool:
         """May `principal`, connected from `host`, perform `operation` on the resource?"""
         key = (principal, host, operation, resource_type, name)
-        decision = self._cache.get(key)
+        cache = self._cache         # taken first: a decision made while ACLs change lands in the cache dropped
+        decision = cache.get(key)
         if decision is None:
             decision = self._decide(principal, host, AclOperation(operation), ResourceType(resource_type), name)
-            cache = self._cache
+            if len(cache) >= self.cache_size:
+                cache.clear()
+            cache[key] = decision
+        return decision
+
+    def authorize_caller(self, caller, operation: int, resource_type: int, name: str) -> bool:
+        """authorize() for a connection: `caller` has `principal`, `host` and `acl_key`, a string naming both
+        made once per connection, so a cached answer costs one dict lookup on a key of a string, two ints
+        and the resource name."""
+        key = (caller.acl_key, operation, resource_type, name)
+        cache = self._cache
+        decision = cache.get(key)
+        if decision is None:
+            decision = self._decide(caller.principal, caller.host, AclOperation(operation),
+                                    ResourceType(resource_type), name)
             if len(cache) >= self.cache_size:
                 cache.clear()
             cache[key] = decision
@@ -297,6 +329,11 @@ class AclAuthorizer:
                 return [AclDeleteResult(r.error, [(b, failure) for b in r.deleted]) for r in results]
         return [AclDeleteResult(r.error, [(b, None) for b in r.deleted]) for r in results]
 
+    def refresh(self, patterns) -> None:
+        """Re-read these resource patterns from the store: another broker changed them."""
+        with self._lock:
+            self._install({p: self.store.read(p) for p in patterns})
+
     def reload(self) -> None:
         """Re-read every ACL from the store (another process changed it)."""
         with self._lock:
@@ -309,8 +346,9 @@ class AclAuthorizer:
         if self.store is not None:
             try:
                 self.store.write(changes)
-            except OSError as e:
-                return ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Could not store the ACLs: {e.strerror or e}")
+            except Exception as e:      # a file, or ZooKeeper: the client gets an error, the ACLs stay as they were
+                return ApiError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                f"Could not store the ACLs: {getattr(e, 'strerror', None) or e}")
         self._install(changes)
         return None
 

@@ -16,6 +16,7 @@ import re
 from typing import Callable, Mapping, NamedTuple
 
 USER_TYPE = "User"
+DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
 
 
 class KafkaPrincipal(NamedTuple):

@@ -286,8 +286,8 @@ def alter_user_scram_credentials(store: CredentialStore, request) -> AlterUserSc
                    for u in request.upsertions if u.name in alter]
         try:
             store.alter(upserts=upserts, deletions=deletions)
-        except OSError as e:
-            message = f"Could not store the credentials: {e.strerror or e}"
+        except Exception as e:      # a file, or ZooKeeper: nothing was changed
+            message = f"Could not store the credentials: {getattr(e, 'strerror', None) or e}"
             results += [result(user=user, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=message)
                         for user in to_alter]
             return _Alter(results=results)

@@ -40,6 +40,7 @@ from typing import Any, Callable
 
 from kafka_compat.storage.log_manager import LogManager
 
+from ..configdef import ConfigError
 from ..endpoint import EndPoint, SecurityProtocol
 from ..group import GroupCoordinator
 from ..network.client import DisconnectedError, NetworkClient, Node, ThreadSafeSender
@@ -47,10 +48,18 @@ from ..network.heap import retain_freed_buffers
 from ..network.socket_server import BrokerStartError, SocketServer
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.controlled_shutdown import ControlledShutdownRequest
+from ..security.authorizer import configured_authorizer
+from ..security.channel_builder import listener_security
+from ..security.sasl_client import ClientSecurity, client_security
+from ..security.stores import SecurityStores, file_security_stores
+from ..security.zk_stores import zk_security_stores
+from ..transaction import TransactionCoordinator
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import KafkaZkClient
+from .acl_apis import AclApis
 from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
+from .auth_helper import AuthHelper
 from .configs import ConfigsApi
 from .control_requests import ControlRequestsApi
 from .create_topics import CreateTopicsApi
@@ -74,7 +83,11 @@ from .producer_id_manager import LocalProducerIdBlocks, ProducerIdManager
 from .registry import marked_handlers
 from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .sasl_apis import SaslApis
+from .scram_apis import ScramApis
 from .topics import TopicRegistry
+from .transactions import TransactionsApi
+from .write_txn_markers import WriteTxnMarkersApi
 from .zk_registration import ZkBrokerRegistration
 from .zk_topic_configs import ZkTopicConfigs
 
@@ -85,7 +98,8 @@ __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "adv
 # Every request handler class of a single node; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
                    FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
-                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi)
+                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi,
+                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -139,10 +153,13 @@ class ClusterAdminUnavailable:
 
 
 class Broker:
-    def __init__(self, config, *, retain_freed_buffers: bool = False,
+    def __init__(self, config, *, retain_freed_buffers: bool = False, security_stores: SecurityStores | None = None,
                  controller_factory: Callable[[ClusterLinks], Any] | None = None,
                  admin_manager_factory: Callable[[ClusterLinks, Any], Any] | None = None):
         """``retain_freed_buffers``: tune this process's malloc for Produce frames (the CLI's broker process).
+        ``security_stores``: where ACLs and SCRAM credentials live. By default: in ZooKeeper when
+        zookeeper.connect is set (a cluster member uses its own ZooKeeper client for them), else files in
+        the first log dir.
 
         In a cluster (zookeeper.connect set), ``controller_factory(links)`` builds the ZooKeeper controller
         (an object with ``startup()`` and ``shutdown()``, both blocking, and optionally ``api_handlers()``
@@ -155,6 +172,7 @@ class Broker:
         """
         self.config = config
         self._retain_freed_buffers = retain_freed_buffers
+        self.security_stores = security_stores
         self.controller_factory = controller_factory
         self.admin_manager_factory = admin_manager_factory
         self.broker_id = config.broker_id
@@ -167,7 +185,13 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.txn_marker_writer: WriteTxnMarkersApi | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
         self.apis: KafkaApis | None = None
+        self.authorizer = None
+        self.listener_security: dict = {}
+        self._security_zk: KafkaZkClient | None = None     # the stores' own ZooKeeper client, when we made one
         self.socket_server: SocketServer | None = None
         self.zk_client: KafkaZkClient | None = None
         self.registration: ZkBrokerRegistration | None = None
@@ -209,7 +233,8 @@ class Broker:
             cfg.listeners, self.apis.handle, self.apis.supported_versions(),
             max_request_bytes=cfg["socket.request.max.bytes"], send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+            connections_max_idle_ms=cfg["connections.max.idle.ms"], security=self.listener_security,
+            failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"])
 
     async def _start_socket_server(self) -> None:
         self.socket_server = self._new_socket_server()
@@ -222,6 +247,7 @@ class Broker:
     async def _start_single_node(self) -> None:
         cfg = self.config
         self.cluster_id = self._prepare_dirs()
+        await asyncio.to_thread(self._security)            # the stores may read files: off the event loop
         self.metadata_cache = MetadataCache(self.broker_id, self.cluster_id)
         self.controller = LocalController(cfg, self.broker_id, TopicRegistry(self.log_dirs[0]), self.metadata_cache)
         self.log_manager = self._new_log_manager(self.controller.log_config(""), self.controller.log_config)
@@ -239,9 +265,21 @@ class Broker:
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
         self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
         await self.group_coordinator.startup()
-        self.apis = KafkaApis(self._handlers(ProducerIdManager(LocalProducerIdBlocks(self.log_dirs[0]))))
+        self.producer_ids = ProducerIdManager(LocalProducerIdBlocks(self.log_dirs[0]))
+        await self._start_transactions(elect_locally=True)
+        self.apis = KafkaApis(self._handlers())
         await self._start_socket_server()
         self.metadata_cache.update_brokers([self._broker_info()], controller_id=self.broker_id)
+
+    async def _start_transactions(self, elect_locally: bool) -> None:
+        # Markers for partitions led here take the WriteTxnMarkers handler's own path.
+        self.txn_marker_writer = WriteTxnMarkersApi(self.replica_manager, self.group_coordinator,
+                                                    self.group_coordinator.clock, AuthHelper(self.authorizer))
+        self.txn_coordinator = TransactionCoordinator(self.config, self.broker_id, self.replica_manager,
+                                                      self.metadata_cache, self.controller, self.producer_ids,
+                                                      self.txn_marker_writer.write_markers,
+                                                      elect_locally=elect_locally)
+        await self.txn_coordinator.startup()
 
     async def _start_cluster(self) -> None:
         cfg = self.config
@@ -252,6 +290,9 @@ class Broker:
             await asyncio.to_thread(self.zk_client.start)
             await asyncio.to_thread(self.zk_client.create_top_level_paths)
             self.cluster_id = await asyncio.to_thread(self._cluster_id)
+            if self.security_stores is None:            # ACLs and SCRAM credentials in ZooKeeper, on our client
+                self.security_stores = zk_security_stores(self.zk_client)
+            await asyncio.to_thread(self._security)
         except BrokerStartError:
             await self.stop()
             raise
@@ -308,8 +349,10 @@ class Broker:
                                                   self.controller,
                                                   offsets_replication_factor=cfg["offsets.topic.replication.factor"])
         await self.group_coordinator.startup()
-        producer_ids = ProducerIdManager(self._zk_producer_id_block)
-        handlers = self._handlers(producer_ids)
+        self.producer_ids = ProducerIdManager(self._zk_producer_id_block)
+        # HOOK(txn): a cluster's transaction coordinator is not moved with __transaction_state leadership yet
+        await self._start_transactions(elect_locally=False)
+        handlers = self._handlers()
         handlers.append(ControlRequestsApi(
             self.broker_id, self.replica_manager, self.metadata_cache, self.group_coordinator, self._broker_epoch,
             self.topic_configs, metadata_listeners=self._metadata_listeners()))
@@ -331,25 +374,65 @@ class Broker:
         if self.zk_controller is not None:
             await asyncio.to_thread(self.zk_controller.startup)
 
-    def _handlers(self, producer_ids: ProducerIdManager) -> list:
+    def _security(self) -> None:
+        """Credential and ACL stores, the authorizer, and each listener's TLS and SASL settings."""
+        cfg = self.config
+        if self.security_stores is None and cfg["zookeeper.connect"]:
+            self._security_zk = KafkaZkClient.from_config(cfg).start()
+            self.security_stores = zk_security_stores(self._security_zk)
+        elif self.security_stores is None:
+            self.security_stores = file_security_stores(self.log_dirs[0])
+        try:
+            self.authorizer = configured_authorizer(cfg["authorizer.class.name"], cfg.originals,
+                                                    self.security_stores.acls)
+            self.listener_security = {
+                e.listener_name: listener_security(e.listener_name, e.security_protocol,
+                                                   cfg.listener_config(e.listener_name),
+                                                   self.security_stores.credentials)
+                for e in cfg.listeners if e.security_protocol is not SecurityProtocol.PLAINTEXT}
+        except (ConfigError, ValueError) as e:
+            raise BrokerStartError(str(e)) from e
+        self.security_stores.listen(self.authorizer)
+
+    def inter_broker_security(self) -> ClientSecurity:
+        """How this broker reaches the others' inter-broker listener (inter.broker.listener.name): that
+        listener's ssl.* settings, and sasl.mechanism.inter.broker.protocol with the username and password
+        of its JAAS configuration, as Kafka's inter-broker clients do. For network/client.py's connections
+        (network/client_channel.open_channel)."""
+        cfg = self.config
+        name = cfg.inter_broker_listener_name
+        protocol = cfg.listener_security_protocol_map.get(name)
+        if protocol is None:
+            raise ConfigError("inter.broker.listener.name", name, "no security protocol is mapped for it")
+        return client_security(protocol, cfg.listener_config(name), cfg["sasl.mechanism.inter.broker.protocol"],
+                               name)
+
+    def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
+        auth = AuthHelper(self.authorizer)
         return [
             ApiVersionsApi(advertised_api_versions()),
-            ProduceApi(rm, cache),
-            FetchApi(rm, cache),
-            OffsetsApi(rm),
-            MetadataApi(cfg, cache, controller),
-            InitProducerIdApi(producer_ids),
-            FindCoordinatorApi(self.group_coordinator, cache),
-            GroupsApi(self.group_coordinator, cache),
-            CreateTopicsApi(cfg, cache, controller),
-            DeleteTopicsApi(cfg, cache, controller),
-            DescribeClusterApi(cache),
-            DescribeLogDirsApi(rm),
-            DescribeProducersApi(rm, cache),
-            DescribeTopicPartitionsApi(cache, cfg),
-            ElectLeadersApi(cache),
-            ConfigsApi(self.broker_id, cache, cfg, controller),
+            ProduceApi(rm, cache, auth, self.txn_coordinator.handle_verify_partitions
+                       if cfg["transaction.partition.verification.enable"] else None),
+            FetchApi(rm, cache, auth),
+            OffsetsApi(rm, auth),
+            MetadataApi(cfg, cache, controller, auth),
+            InitProducerIdApi(self.producer_ids, self.txn_coordinator, auth),
+            FindCoordinatorApi(self.group_coordinator, self.txn_coordinator, cache, auth),
+            GroupsApi(self.group_coordinator, cache, auth),
+            CreateTopicsApi(cfg, cache, controller, auth),
+            DeleteTopicsApi(cfg, cache, controller, auth),
+            DescribeClusterApi(cache, auth),
+            DescribeLogDirsApi(rm, auth),
+            DescribeProducersApi(rm, cache, auth),
+            DescribeTopicPartitionsApi(cache, cfg, auth),
+            ElectLeadersApi(cache, auth),
+            ConfigsApi(self.broker_id, cache, cfg, controller, auth),
+            SaslApis(),
+            AclApis(auth),
+            ScramApis(self.security_stores.credentials, auth),
+            TransactionsApi(self.txn_coordinator, cache, auth),
+            self.txn_marker_writer,
         ]
 
     def _metadata_listeners(self) -> list:
@@ -370,6 +453,8 @@ class Broker:
             self.topic_configs.stop_watching()
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if self.txn_coordinator is not None:
+            await self.txn_coordinator.shutdown()
         if self.group_coordinator is not None:
             await self.group_coordinator.shutdown()
         if self.replica_manager is not None:
@@ -383,6 +468,11 @@ class Broker:
         if self.log_manager is not None:
             await asyncio.to_thread(self.log_manager.shutdown)
             self.log_manager = None
+        if self.security_stores is not None:
+            self.security_stores.close()
+        if self._security_zk is not None:
+            await asyncio.to_thread(self._security_zk.close)
+            self._security_zk = None
         if self.zk_client is not None:
             await asyncio.to_thread(self.zk_client.close)       # our registration goes with the session
             self.zk_client = None

@@ -19,6 +19,9 @@ from ..protocol.messages.alter_configs import AlterConfigsResponse
 from ..protocol.messages.describe_configs import DescribeConfigsResponse
 from ..protocol.messages.incremental_alter_configs import IncrementalAlterConfigsResponse
 from .admin_manager import resolved, respond
+from .auth_helper import ALTER_CONFIGS, DESCRIBE_CONFIGS, NO_AUTHORIZER, AuthHelper
+from .auth_helper import GROUP as GROUP_RESOURCE
+from .auth_helper import TOPIC as TOPIC_RESOURCE
 from .config_helper import describe_broker_config, effective_topic_config
 from .kafka_config import BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS
 from .registry import handles
@@ -38,11 +41,26 @@ Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
 class ConfigsApi:
-    def __init__(self, broker_id, metadata_cache, config, controller):
+    def __init__(self, broker_id, metadata_cache, config, controller, auth: AuthHelper = NO_AUTHORIZER):
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.config = config
         self.controller = controller
+        self.auth = auth
+
+    def _authorize(self, request, resource, operation: int) -> None:
+        """DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster (broker and logger resources), the topic or the
+        group, before anything about the resource is looked at."""
+        rtype, name = resource.resource_type, resource.resource_name
+        if rtype == TOPIC:
+            if not self.auth.authorize(request, operation, TOPIC_RESOURCE, name):
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif rtype == GROUP:
+            if not self.auth.authorize(request, operation, GROUP_RESOURCE, name):
+                raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        elif rtype in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
+            if not self.auth.authorize_cluster(request, operation):
+                raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
     def _node_id(self, name: str, what: str = "Broker id") -> None:
         """Resource names of BROKER/BROKER_LOGGER resources must be this node's id."""
@@ -130,6 +148,7 @@ class ConfigsApi:
             out = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=r.resource_type,
                          resource_name=r.resource_name, configs=[])
             try:
+                self._authorize(request, r, DESCRIBE_CONFIGS)
                 entries = await self._describe(r, synonyms, docs)
             except KafkaError as e:
                 out.error_code, out.error_message = e.error_code, e.message
@@ -203,6 +222,7 @@ class ConfigsApi:
         req = request.body
 
         async def alter(r):
+            self._authorize(request, r, ALTER_CONFIGS)
             _check_request_configs(r.configs)
             if r.resource_type == TOPIC:
                 await self._set_topic_configs(r.resource_name, {c.name: c.value for c in r.configs},
@@ -228,6 +248,7 @@ class ConfigsApi:
         req = request.body
 
         async def alter(r):
+            self._authorize(request, r, ALTER_CONFIGS)
             _check_request_configs(r.configs, null_ok=lambda c: c.config_operation == DELETE)
             if r.resource_type == TOPIC:
                 topic = self.metadata_cache.get(r.resource_name)

@@ -6,6 +6,9 @@ Every broker registers these handlers and hands the request to its own KafkaCont
 thread does the work; the handler awaits the answer (a concurrent future completed on that thread,
 resolved on the loop with call_soon_threadsafe by asyncio.wrap_future). A broker that is not the
 controller answers NOT_CONTROLLER, which sends the client on to the controller it learns from Metadata.
+Authorization comes first, as in Kafka: CLUSTER_ACTION on the cluster for the brokers' own requests
+(7, 56), ALTER for elections and reassignments, DESCRIBE to list reassignments
+(CLUSTER_AUTHORIZATION_FAILED otherwise).
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from ..protocol.messages.controlled_shutdown import ControlledShutdownResponse
 from ..protocol.messages.elect_leaders import ElectLeadersResponse
 from ..protocol.messages.list_partition_reassignments import ListPartitionReassignmentsResponse
 from ..zk.zk_data import TopicPartition
-from .elect_leaders import PREFERRED, UNCLEAN, election_type, unknown_election_type_response
+from .auth_helper import ALTER, CLUSTER_ACTION, DESCRIBE, NO_AUTHORIZER, AuthHelper
+from .elect_leaders import PREFERRED, UNCLEAN, denied_response, election_type, unknown_election_type_response
 from .metadata_cache import MetadataCache
 from .registry import handles
 
@@ -37,14 +41,20 @@ def _by_topic(items):
     return grouped.items()
 
 
+DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 class ControlledShutdownApi:
-    def __init__(self, controller: KafkaController):
+    def __init__(self, controller: KafkaController, auth: AuthHelper = NO_AUTHORIZER):
         self.controller = controller
+        self.auth = auth
 
     @handles(7)
     async def handle_controlled_shutdown(self, request):
         """RemainingPartitions: the partitions (replication factor above one) the broker still leads."""
         req = request.body
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return ControlledShutdownResponse(error_code=DENIED)
         try:
             remaining = await _answer(self.controller.controlled_shutdown(req.broker_id, req.broker_epoch))
         except KafkaError as e:
@@ -55,11 +65,14 @@ class ControlledShutdownApi:
 
 
 class AlterPartitionApi:
-    def __init__(self, controller: KafkaController):
+    def __init__(self, controller: KafkaController, auth: AuthHelper = NO_AUTHORIZER):
         self.controller = controller
+        self.auth = auth
 
     @handles(56)
     async def handle_alter_partition(self, request):
+        if not self.auth.authorize_cluster(request, CLUSTER_ACTION):
+            return AlterPartitionResponse(error_code=DENIED)
         if not self.controller.is_active:
             return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
         try:
@@ -73,15 +86,19 @@ class ZkElectLeadersApi:
     broker's metadata cache shows each new leader, or TimeoutMs passes (REQUEST_TIMED_OUT), as
     Kafka's DelayedElectLeader. `admin_manager` (a ZkAdminManager) provides that wait."""
 
-    def __init__(self, controller: KafkaController, metadata_cache: MetadataCache, admin_manager=None):
+    def __init__(self, controller: KafkaController, metadata_cache: MetadataCache, admin_manager=None,
+                 auth: AuthHelper = NO_AUTHORIZER):
         self.controller = controller
         self.metadata_cache = metadata_cache
         self.admin_manager = admin_manager
+        self.auth = auth
 
     @handles(43)
     async def handle_elect_leaders(self, request):
         """Null partitions mean all; then the partitions that needed no election are left out."""
         req = request.body
+        if not self.auth.authorize_cluster(request, ALTER):
+            return denied_response(req)
         election = election_type(request)
         if election not in (PREFERRED, UNCLEAN):
             return unknown_election_type_response(req, election)
@@ -113,14 +130,17 @@ class ZkElectLeadersApi:
 
 
 class PartitionReassignmentsApi:
-    def __init__(self, controller: KafkaController):
+    def __init__(self, controller: KafkaController, auth: AuthHelper = NO_AUTHORIZER):
         self.controller = controller
+        self.auth = auth
 
     @handles(45, 0, 0)
     async def handle_alter_partition_reassignments(self, request):
         """Null replicas cancel a partition's reassignment. (Version 1's AllowReplicationFactorChange
         came with KRaft; a ZooKeeper controller answers version 0.)"""
         req = request.body
+        if not self.auth.authorize_cluster(request, ALTER):
+            return AlterPartitionReassignmentsResponse(error_code=DENIED, error_message=DENIED.message)
         asked = {TopicPartition(t.name, p.partition_index): p.replicas for t in req.topics for p in t.partitions}
         try:
             results = await _answer(self.controller.alter_partition_reassignments(asked))
@@ -139,6 +159,8 @@ class PartitionReassignmentsApi:
     async def handle_list_partition_reassignments(self, request):
         """Null topics list every reassignment in progress."""
         req = request.body
+        if not self.auth.authorize_cluster(request, DESCRIBE):
+            return ListPartitionReassignmentsResponse(error_code=DENIED, error_message=DENIED.message)
         asked = None if req.topics is None else [TopicPartition(t.name, p) for t in req.topics
                                                  for p in t.partition_indexes]
         try:
@@ -158,8 +180,10 @@ class PartitionReassignmentsApi:
 CONTROLLER_HANDLER_CLASSES = (ControlledShutdownApi, AlterPartitionApi, ZkElectLeadersApi, PartitionReassignmentsApi)
 
 
-def controller_api_handlers(controller: KafkaController, metadata_cache: MetadataCache, admin_manager=None) -> list:
+def controller_api_handlers(controller: KafkaController, metadata_cache: MetadataCache, admin_manager=None,
+                            auth: AuthHelper = NO_AUTHORIZER) -> list:
     """The handler objects of a ZooKeeper cluster member for these APIs (ZkElectLeadersApi replaces the
     single node's ElectLeadersApi: register one of the two)."""
-    return [ControlledShutdownApi(controller), AlterPartitionApi(controller),
-            ZkElectLeadersApi(controller, metadata_cache, admin_manager), PartitionReassignmentsApi(controller)]
+    return [ControlledShutdownApi(controller, auth), AlterPartitionApi(controller, auth),
+            ZkElectLeadersApi(controller, metadata_cache, admin_manager, auth),
+            PartitionReassignmentsApi(controller, auth)]

@@ -15,6 +15,7 @@ from ..protocol.messages.create_topics import CreateTopicsResponse
 from ..protocol.primitives import ZERO_UUID
 from ..zk.zk_data import TopicPartition
 from .admin_manager import is_asynchronous, resolved, respond
+from .auth_helper import ALTER, CREATE, DESCRIBE_CONFIGS, NO_AUTHORIZER, TOPIC, AuthHelper
 from .config_helper import effective_topic_config
 from .registry import handles
 from .topics import validate_name
@@ -25,10 +26,11 @@ def _fail(code: ErrorCode, message: str):
 
 
 class CreateTopicsApi:
-    def __init__(self, config, metadata_cache, controller):
+    def __init__(self, config, metadata_cache, controller, auth: AuthHelper = NO_AUTHORIZER):
         self.config = config
         self.metadata_cache = metadata_cache
         self.controller = controller
+        self.auth = auth
 
     def check_replicas(self, broker_ids: list[int], replication_factor: int | None) -> None:
         """Kafka's manual-assignment rules: live brokers, each once, one replication factor."""
@@ -87,8 +89,10 @@ class CreateTopicsApi:
     def _clustered(self) -> bool:
         return is_asynchronous(self.controller)
 
-    async def _create_one(self, t, validate_only: bool) -> CreateTopicsResponse.CreatableTopicResult:
-        """Name, existence, configs, then partitions, in the order Kafka's controller checks them."""
+    async def _create_one(self, t, validate_only: bool,
+                          show_configs: bool) -> CreateTopicsResponse.CreatableTopicResult:
+        """Name, existence, configs, then partitions, in the order Kafka's controller checks them.
+        Without `show_configs` (DESCRIBE_CONFIGS on the topic) the answer leaves out the topic's settings."""
         validate_name(t.name)
         if self.metadata_cache.get(t.name) is not None:
             _fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
@@ -105,6 +109,10 @@ class CreateTopicsApi:
             if self._clustered and t.assignments else {}
         topic = await resolved(self.controller.create_topic(t.name, partitions, rf, configs, validate_only,
                                                             **placement))
+        if not show_configs:
+            return CreateTopicsResponse.CreatableTopicResult(
+                name=t.name, topic_id=topic.topic_id if topic else ZERO_UUID, error_code=ErrorCode.NONE,
+                error_message=None, topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         return CreateTopicsResponse.CreatableTopicResult(
             name=t.name, topic_id=topic.topic_id if topic else ZERO_UUID, error_code=ErrorCode.NONE,
             error_message=None, num_partitions=partitions, replication_factor=rf,
@@ -126,12 +134,19 @@ class CreateTopicsApi:
             return CreateTopicsResponse(throttle_time_ms=0, topics=[
                 Result(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for t in req.topics])
         counts = Counter(t.name for t in req.topics)
+        auth = self.auth
+        cluster_create = auth.authorize_cluster(request, CREATE)
         results = []
         for t in req.topics:
             if counts[t.name] > 1:
                 continue
+            if not cluster_create and not auth.authorize(request, CREATE, TOPIC, t.name):
+                results.append(Result(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      error_message="Authorization failed."))
+                continue
             try:
-                results.append(await self._create_one(t, req.validate_only))
+                results.append(await self._create_one(t, req.validate_only,
+                                                      auth.authorize(request, DESCRIBE_CONFIGS, TOPIC, t.name)))
             except KafkaError as e:
                 results.append(Result(name=t.name, error_code=e.error_code, error_message=e.message))
         for name in dict.fromkeys(t.name for t in req.topics if counts[t.name] > 1):
@@ -191,6 +206,10 @@ class CreateTopicsApi:
                    for n, c in counts.items() if c > 1]
         for t in req.topics:
             if counts[t.name] > 1:
+                continue
+            if not self.auth.authorize(request, ALTER, TOPIC, t.name):
+                results.append(Result(name=t.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      error_message=ErrorCode.TOPIC_AUTHORIZATION_FAILED.message))
                 continue
             try:
                 await self._add_partitions(t, req.validate_only)

@@ -12,14 +12,20 @@ from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.delete_topics import DeleteTopicsResponse
 from ..protocol.primitives import ZERO_UUID
 from .admin_manager import is_asynchronous, resolved, respond
+from .auth_helper import DELETE, DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
 from .registry import handles
 
 
 class DeleteTopicsApi:
-    def __init__(self, config, metadata_cache, controller):
+    def __init__(self, config, metadata_cache, controller, auth: AuthHelper = NO_AUTHORIZER):
         self.config = config
         self.metadata_cache = metadata_cache
         self.controller = controller
+        self.auth = auth
+
+    def _may_delete(self, request, name: str) -> bool:
+        """DELETE on the topic (ZooKeeper brokers), or on the cluster (accepted by KRaft controllers)."""
+        return self.auth.authorize(request, DELETE, TOPIC, name) or self.auth.authorize_cluster(request, DELETE)
 
     @handles(20)
     def handle_delete_topics(self, request):
@@ -63,11 +69,17 @@ class DeleteTopicsApi:
             topic = self.metadata_cache.by_id.get(topic_id)
             if topic is None:
                 answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+            elif not self.auth.authorize(request, DESCRIBE, TOPIC, topic.name):
+                answer(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED)   # the name stays hidden
+            elif not self._may_delete(request, topic.name):
+                answer(topic.name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             else:
                 doomed[topic_id] = topic.name
         for name in (n for n, c in by_name.items() if c == 1):
             topic = self.metadata_cache.get(name)
-            if topic is None:
+            if not self._may_delete(request, name):
+                answer(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)     # whether or not it exists
+            elif topic is None:
                 answer(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif topic.topic_id in doomed:
                 # Kafka answers only this entry when a name repeats an id given in the same request.

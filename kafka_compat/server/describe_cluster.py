@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.describe_cluster import DescribeClusterResponse
-from .metadata import AUTHORIZED_OPS_NOT_REQUESTED, CLUSTER_OPS, listener_of
+from .auth_helper import NO_AUTHORIZER, AuthHelper
+from .metadata import listener_of
 from .registry import handles
 
 ENDPOINT_BROKER, ENDPOINT_CONTROLLER = 1, 2
 
 
 class DescribeClusterApi:
-    def __init__(self, metadata_cache):
+    def __init__(self, metadata_cache, auth: AuthHelper = NO_AUTHORIZER):
         self.metadata_cache = metadata_cache
+        self.auth = auth
 
     @handles(60)
     def handle_describe_cluster(self, request):
@@ -40,5 +42,5 @@ class DescribeClusterApi:
         return DescribeClusterResponse(
             throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=ENDPOINT_BROKER,
             cluster_id=cache.cluster_id, controller_id=cache.controller_id, brokers=brokers,
-            cluster_authorized_operations=CLUSTER_OPS if req.include_cluster_authorized_operations
-            else AUTHORIZED_OPS_NOT_REQUESTED)
+            cluster_authorized_operations=self.auth.cluster_authorized_operations(
+                request, bool(req.include_cluster_authorized_operations)))

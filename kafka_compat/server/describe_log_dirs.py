@@ -6,17 +6,23 @@ import os
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.describe_log_dirs import DescribeLogDirsResponse
+from .auth_helper import DESCRIBE, NO_AUTHORIZER, AuthHelper
 from .registry import handles
 
 
 class DescribeLogDirsApi:
-    def __init__(self, replica_manager):
+    def __init__(self, replica_manager, auth: AuthHelper = NO_AUTHORIZER):
         self.replica_manager = replica_manager
+        self.auth = auth
 
     @handles(35)
     def handle_describe_log_dirs(self, request):
         """Each log dir with the sizes of its partitions (null topics = all); v4+ adds disk space."""
         req = request.body
+        if not self.auth.authorize_cluster(request, DESCRIBE):
+            # no results; v3+ says why
+            return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                           results=[])
         wanted = None if req.topics is None else {(t.topic, p) for t in req.topics for p in t.partitions}
         by_dir: dict[str, dict[str, list]] = {d: {} for d in self.replica_manager.log_manager.log_dirs}
         for d, sizes in self.replica_manager.log_dir_sizes().items():

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.describe_producers import DescribeProducersResponse
+from .auth_helper import NO_AUTHORIZER, READ, TOPIC, AuthHelper
 from .registry import handles
 from .topics import validate_name
 
 
 class DescribeProducersApi:
-    def __init__(self, replica_manager, metadata_cache):
+    def __init__(self, replica_manager, metadata_cache, auth: AuthHelper = NO_AUTHORIZER):
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
+        self.auth = auth
 
     def _producers(self, name: str, index: int, topic_error) -> DescribeProducersResponse.PartitionResponse:
         out = DescribeProducersResponse.PartitionResponse(partition_index=index, error_code=ErrorCode.NONE,
@@ -36,6 +38,12 @@ class DescribeProducersApi:
         topics = []
         for t in request.body.topics:
             topic_error = None
+            if not self.auth.authorize(request, READ, TOPIC, t.name):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                topics.append(DescribeProducersResponse.TopicResponse(
+                    name=t.name, partitions=[self._producers(t.name, i, (code, code.message))
+                                             for i in t.partition_indexes]))
+                continue
             try:
                 validate_name(t.name)
                 if self.metadata_cache.get(t.name) is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.describe_topic_partitions import DescribeTopicPartitionsResponse
 from ..protocol.primitives import ZERO_UUID
-from .metadata import TOPIC_OPS
+from .auth_helper import DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
 from .registry import handles
 from .topics import INTERNAL_TOPICS, validate_name
 
@@ -13,9 +13,10 @@ MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.li
 
 
 class DescribeTopicPartitionsApi:
-    def __init__(self, metadata_cache, config):
+    def __init__(self, metadata_cache, config, auth: AuthHelper = NO_AUTHORIZER):
         self.metadata_cache = metadata_cache
         self.config = config
+        self.auth = auth
 
     def _dtp_partitions(self, topic, start: int, limit: int) -> tuple[list, int]:
         """Partitions start..start+limit of a topic, and the next index to ask for (-1 if none)."""
@@ -45,6 +46,10 @@ class DescribeTopicPartitionsApi:
         after = cursor.topic_name if cursor is not None else ""
         names = set(self.metadata_cache.topics) if everything else {t.name for t in req.topics}
         names = {n for n in names if n >= after}
+        # as Metadata: listing all leaves out what the caller may not describe; a named one says so
+        allowed = self.auth.filter_authorized(request, DESCRIBE, TOPIC, names)
+        if everything:
+            names = allowed
         if cursor is not None and ((not everything and cursor.topic_name not in names) or cursor.partition_index < 0):
             # Kafka's INVALID_REQUEST: the cursor must name a requested topic and a real partition.
             return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=[
@@ -58,6 +63,10 @@ class DescribeTopicPartitionsApi:
             if remaining == 0:
                 out.next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name, partition_index=0)
                 break
+            if name not in allowed:
+                out.topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                        topic_id=ZERO_UUID, is_internal=False, partitions=[]))
+                continue
             topic = self.metadata_cache.get(name)
             if topic is None:
                 if not everything:
@@ -68,13 +77,15 @@ class DescribeTopicPartitionsApi:
                         code = ErrorCode.INVALID_TOPIC_EXCEPTION
                     out.topics.append(Topic(error_code=code, name=name, topic_id=ZERO_UUID,
                                             is_internal=name in INTERNAL_TOPICS, partitions=[],
-                                            topic_authorized_operations=TOPIC_OPS))
+                                            topic_authorized_operations=self.auth.authorized_operations(
+                                                request, TOPIC, name)))
                 continue
             start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
             parts, following = self._dtp_partitions(topic, start, remaining)
             out.topics.append(Topic(error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id,
                                     is_internal=topic.internal, partitions=parts,
-                                    topic_authorized_operations=TOPIC_OPS))
+                                    topic_authorized_operations=self.auth.authorized_operations(
+                                        request, TOPIC, name)))
             if following != -1:
                 out.next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name, partition_index=following)
                 break

@@ -17,6 +17,7 @@ from kafka_compat.storage.unified_log import FetchIsolation
 from ..protocol.convert import down_convert
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.fetch import FetchResponse
+from .auth_helper import CLUSTER_ACTION, NO_AUTHORIZER, READ, TOPIC, AuthHelper
 from .delayed_fetch import FetchParams, PartitionFetchInfo
 from .metadata_cache import MetadataCache
 from .registry import handles
@@ -27,6 +28,7 @@ READ_COMMITTED = 1
 SENDFILE_MIN_BYTES = 16384
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
+DENIED = object()           # a topic the caller may not read
 
 
 class FileRecords:
@@ -51,19 +53,25 @@ def isolation_of(replica_id: int, isolation_level: int) -> FetchIsolation:
 
 
 class FetchApi:
-    def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache):
+    def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
+                 auth: AuthHelper = NO_AUTHORIZER):
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
+        self.auth = auth
 
     @handles(1)
     def handle_fetch(self, request):
+        """A follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic (checked once per
+        topic); a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED and are not read."""
         req = request.body
         v = request.api_version
         replica_id = req.replica_state.replica_id if v >= 15 and req.replica_state is not None else req.replica_id
         params = FetchParams(replica_id, req.max_wait_ms, req.min_bytes, req.max_bytes if v >= 3 else 0x7FFFFFFF,
                              isolation_of(replica_id, req.isolation_level if v >= 4 else 0),
                              min_one_message_always=v < 3)
-        names = []              # per request topic: its name, or None for an unknown topic id
+        auth = self.auth
+        follower_denied = replica_id >= 0 and not auth.authorize_cluster(request, CLUSTER_ACTION)
+        names = []              # per request topic: its name, None for an unknown topic id, DENIED if refused
         fetches = []
         for t in req.topics:
             name = t.topic
@@ -71,8 +79,11 @@ class FetchApi:
                 topic = self.metadata_cache.topic_by_id(t.topic_id)
                 # a follower may fetch before UpdateMetadata brings the topic: its LeaderAndIsr named it
                 name = topic.name if topic else self.replica_manager.topic_name(t.topic_id)
+            if name is not None and (follower_denied or (replica_id < 0 and not auth.authorize(request, READ, TOPIC,
+                                                                                                 name))):
+                name = DENIED
             names.append(name)
-            if name is None:
+            if name is None or name is DENIED:
                 continue
             for p in t.partitions:
                 fetches.append((name, p.partition, PartitionFetchInfo(
@@ -101,6 +112,9 @@ class FetchApi:
                 parts.append(pd)
                 if name is None:
                     pd.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                    continue
+                if name is DENIED:
+                    pd.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                     continue
                 r = results[i]
                 i += 1

@@ -1,13 +1,15 @@
-"""FindCoordinator: which broker coordinates a group (and, later, a transactional id).
+"""FindCoordinator: which broker coordinates a group or a transactional id.
 
-A group's coordinator is the leader of its `__consumer_offsets` partition; the
-group coordinator says which partition and whether it is ready, the MetadataCache
-says where that broker listens for the request's listener.
+A group's coordinator is the leader of its `__consumer_offsets` partition, a
+transactional id's the leader of its `__transaction_state` partition; each
+coordinator says which partition and whether it is ready, the MetadataCache says
+where that broker listens for the request's listener.
 """
 from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.find_coordinator import FindCoordinatorResponse
+from .auth_helper import DESCRIBE, GROUP, NO_AUTHORIZER, TRANSACTIONAL_ID, AuthHelper
 from .metadata import listener_of
 from .metadata_cache import MetadataCache
 from .registry import handles
@@ -16,16 +18,24 @@ GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
 class FindCoordinatorApi:
-    def __init__(self, group_coordinator, metadata_cache: MetadataCache):
+    def __init__(self, group_coordinator, txn_coordinator, metadata_cache: MetadataCache,
+                 auth: AuthHelper = NO_AUTHORIZER):
         self.group_coordinator = group_coordinator
+        self.txn_coordinator = txn_coordinator
         self.metadata_cache = metadata_cache
+        self.auth = auth
 
-    def _find(self, key_type: int, key: str, listener: str | None) -> tuple[int, int, str, int]:
-        """(error, node id, host, port) of the coordinator for one key."""
+    def _find(self, request, key_type: int, key: str, listener: str | None) -> tuple[int, int, str, int]:
+        """(error, node id, host, port) of the coordinator for one key; DESCRIBE on the group or
+        transactional id comes first."""
+        if key_type == GROUP_KEY and not self.auth.authorize(request, DESCRIBE, GROUP, key):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, "", -1
+        if key_type == TRANSACTION_KEY and not self.auth.authorize(request, DESCRIBE, TRANSACTIONAL_ID, key):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
         if key_type == GROUP_KEY:
             error, node = self.group_coordinator.find_coordinator(key)
         elif key_type == TRANSACTION_KEY:
-            error, node = ErrorCode.COORDINATOR_NOT_AVAILABLE, -1     # no transaction coordinator yet
+            error, node = self.txn_coordinator.find_coordinator(key)
         else:   # share groups (2) are not implemented; anything else is malformed
             error, node = ErrorCode.INVALID_REQUEST, -1
         if error:
@@ -45,12 +55,12 @@ class FindCoordinatorApi:
         if request.api_version >= 4:
             coordinators = []
             for key in req.coordinator_keys:
-                error, node, host, port = self._find(req.key_type, key, listener)
+                error, node, host, port = self._find(request, req.key_type, key, listener)
                 coordinators.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=node, host=host, port=port, error_code=error,
                     error_message=None if error == ErrorCode.NONE else ErrorCode(error).message))
             return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-        error, node, host, port = self._find(req.key_type, req.key, listener)
+        error, node, host, port = self._find(request, req.key_type, req.key, listener)
         # Kafka's message for success is the error's name, "NONE".
         return FindCoordinatorResponse(throttle_time_ms=0, error_code=error,
                                        error_message="NONE" if error == ErrorCode.NONE else ErrorCode(error).message,

@@ -22,13 +22,23 @@ from ..protocol.messages.offset_commit import OffsetCommitResponse
 from ..protocol.messages.offset_delete import OffsetDeleteResponse
 from ..protocol.messages.offset_fetch import OffsetFetchResponse
 from ..protocol.messages.sync_group import SyncGroupResponse
+from ..protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 from ..protocol.primitives import ZERO_UUID
+from .auth_helper import (
+    AUTHORIZED_OPS_NOT_REQUESTED,
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    NO_AUTHORIZER,
+    READ,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+    AuthHelper,
+)
 from .registry import handles
 
 E = ErrorCode
-AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
-# With no authorizer every group operation is allowed: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
-GROUP_OPS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 def _client_host(request) -> str:
@@ -52,15 +62,20 @@ async def _parked(start) -> object:
 
 
 class GroupsApi:
-    def __init__(self, group_coordinator, metadata_cache):
+    def __init__(self, group_coordinator, metadata_cache, auth: AuthHelper = NO_AUTHORIZER):
         self.group_coordinator = group_coordinator
         self.metadata_cache = metadata_cache
+        self.auth = auth
 
     # ---------------------------------------------------------------- membership
     @handles(11)
     async def handle_join_group(self, request):
         req = request.body
         v = request.api_version
+        if not self.auth.authorize(request, READ, GROUP, req.group_id):
+            return JoinGroupResponse(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
+                                     protocol_type=None, protocol_name=None if v >= 7 else "", leader="",
+                                     member_id=req.member_id, members=[])
         rebalance_timeout = req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms
         protocols = [(p.name, p.metadata) for p in req.protocols]
         result = await _parked(lambda done: self.group_coordinator.handle_join_group(
@@ -80,6 +95,8 @@ class GroupsApi:
     @handles(14)
     async def handle_sync_group(self, request):
         req = request.body
+        if not self.auth.authorize(request, READ, GROUP, req.group_id):
+            return SyncGroupResponse(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED, assignment=b"")
         if request.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
             return SyncGroupResponse(throttle_time_ms=0, error_code=E.INCONSISTENT_GROUP_PROTOCOL)
         assignments = {a.member_id: a.assignment for a in req.assignments}
@@ -92,6 +109,8 @@ class GroupsApi:
     @handles(12)
     def handle_heartbeat(self, request):
         req = request.body
+        if not self.auth.authorize(request, READ, GROUP, req.group_id):
+            return HeartbeatResponse(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED)
         error = self.group_coordinator.handle_heartbeat(req.group_id, req.member_id, req.group_instance_id,
                                                           req.generation_id)
         return HeartbeatResponse(throttle_time_ms=0, error_code=error)
@@ -100,6 +119,8 @@ class GroupsApi:
     def handle_leave_group(self, request):
         req = request.body
         v = request.api_version
+        if not self.auth.authorize(request, READ, GROUP, req.group_id):
+            return LeaveGroupResponse(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED)
         if v >= 3:
             leaving = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
         else:
@@ -135,9 +156,14 @@ class GroupsApi:
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         errors: dict[tuple[str, int], int] = {}
         slots = []      # (request topic, name or None, partition index) in request order
+        group_denied = not self.auth.authorize(request, READ, GROUP, req.group_id)
         for t in req.topics:
             name, error = self._topic_name(t.name, t.topic_id, v, 10)
-            topic = self.metadata_cache.get(name) if name else None
+            if group_denied:
+                error = E.GROUP_AUTHORIZATION_FAILED
+            elif name is not None and not self.auth.authorize(request, READ, TOPIC, name):
+                error = E.TOPIC_AUTHORIZATION_FAILED        # whether or not the topic exists
+            topic = self.metadata_cache.get(name) if name and not error else None
             for p in t.partitions:
                 slots.append((t, name, p.partition_index))
                 if error or not 0 <= p.partition_index < topic.partitions:
@@ -170,16 +196,80 @@ class GroupsApi:
                 partition_index=index, error_code=errors[(name, index)]))
         return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
-    def _fetch_group(self, group_id: str, topics, require_stable: bool, v: int):
-        """One group's OffsetFetch answer: (error, [(name, topic_id, [(partition, offset-or-None, error)])])."""
+    @handles(28, 0, 4)      # v5 is transaction.version 2 (partitions added implicitly)
+    def handle_txn_offset_commit(self, request):
+        """WRITE on the transactional id and READ on the group fail the whole request; READ on each topic
+        fails its partitions."""
+        req = request.body
+        now = self.group_coordinator.clock()
+        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        errors: dict[tuple[str, int], int] = {}
+        auth = self.auth
+        if not auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+            denied = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not auth.authorize(request, READ, GROUP, req.group_id):
+            denied = E.GROUP_AUTHORIZATION_FAILED
+        else:
+            denied = E.NONE
+        readable = auth.filter_authorized(request, READ, TOPIC, (t.name for t in req.topics))
+        for t in req.topics:
+            topic = self.metadata_cache.get(t.name)
+            for p in t.partitions:
+                if denied or t.name not in readable:
+                    errors[(t.name, p.partition_index)] = denied or E.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                if topic is None or not 0 <= p.partition_index < topic.partitions:
+                    errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                offsets[(t.name, p.partition_index)] = OffsetAndMetadata(
+                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
+        if not offsets:
+            return self._txn_commit_response(request, errors)
+        return self._txn_commit_later(request, errors, offsets)
+
+    async def _txn_commit_later(self, request, errors, offsets):
+        req = request.body
+        errors.update(await _parked(lambda done: self.group_coordinator.handle_txn_commit_offsets(
+            req.group_id, req.producer_id, req.producer_epoch, req.member_id, req.group_instance_id,
+            req.generation_id, offsets, done)))
+        return self._txn_commit_response(request, errors)
+
+    @staticmethod
+    def _txn_commit_response(request, errors) -> TxnOffsetCommitResponse:
+        old = request.api_version < 2
+        topics = []
+        for t in request.body.topics:
+            parts = []
+            for p in t.partitions:
+                error = errors[(t.name, p.partition_index)]
+                if old and error == E.COORDINATOR_LOAD_IN_PROGRESS:
+                    error = E.COORDINATOR_NOT_AVAILABLE     # not known to clients before v2
+                parts.append(TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                    partition_index=p.partition_index, error_code=error))
+            topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=t.name, partitions=parts))
+        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=topics)
+
+    def _fetch_group(self, request, group_id: str, topics, require_stable: bool, v: int):
+        """One group's OffsetFetch answer: (error, [(name, topic_id, [(partition, offset-or-None, error)])]).
+
+        DESCRIBE on the group, then on each topic: a named topic the caller may not describe answers
+        TOPIC_AUTHORIZATION_FAILED, one found by asking for all of the group's offsets is left out."""
         coordinator = self.group_coordinator
+        auth = self.auth
+        if not auth.authorize(request, DESCRIBE, GROUP, group_id):
+            return E.GROUP_AUTHORIZATION_FAILED, []
         if topics is None:
             error, found = coordinator.handle_fetch_offsets(group_id, None, require_stable)
+            unstable = coordinator.unstable_partitions(group_id, [(t, p) for t, p, _ in found]) \
+                if require_stable and not error else ()
             by_name: dict[str, list] = {}
             for t, p, o in found:
-                by_name.setdefault(t, []).append((p, o, E.NONE))
+                by_name.setdefault(t, []).append((p, None, E.UNSTABLE_OFFSET_COMMIT) if (t, p) in unstable
+                                                 else (p, o, E.NONE))
             out = []
             for name, parts in by_name.items():
+                if not auth.authorize(request, DESCRIBE, TOPIC, name):
+                    continue
                 topic_id = ZERO_UUID
                 if v >= 10:
                     topic = self.metadata_cache.get(name)
@@ -191,14 +281,18 @@ class GroupsApi:
         wanted, resolved = [], []
         for t in topics:
             name, terr = self._topic_name(getattr(t, "name", ""), getattr(t, "topic_id", ZERO_UUID), v, 10)
+            if name is not None and not auth.authorize(request, DESCRIBE, TOPIC, name):
+                terr = E.TOPIC_AUTHORIZATION_FAILED
             resolved.append((t, name, terr))
             if not terr:
                 wanted.extend((name, p) for p in t.partition_indexes)
         error, found = coordinator.handle_fetch_offsets(group_id, wanted, require_stable)
         committed = {(t, p): o for t, p, o in found}
+        unstable = coordinator.unstable_partitions(group_id, wanted) if require_stable and not error else ()
         out = []
         for t, name, terr in resolved:
-            parts = [(p, None if terr else committed.get((name, p)), terr) for p in t.partition_indexes]
+            parts = [(p, None, E.UNSTABLE_OFFSET_COMMIT) if (name, p) in unstable
+                     else (p, None if terr else committed.get((name, p)), terr) for p in t.partition_indexes]
             out.append((name, getattr(t, "topic_id", ZERO_UUID), parts))
         return error, out
 
@@ -209,7 +303,7 @@ class GroupsApi:
         if v >= 8:
             groups = []
             for g in req.groups:
-                error, topics = self._fetch_group(g.group_id, g.topics, req.require_stable, v)
+                error, topics = self._fetch_group(request, g.group_id, g.topics, req.require_stable, v)
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id, error_code=error, topics=[] if error else [
                         OffsetFetchResponse.OffsetFetchResponseTopics(name=name, topic_id=tid, partitions=[
@@ -217,7 +311,7 @@ class GroupsApi:
                             for p, o, perr in parts]) for name, tid, parts in topics]))
             return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
         # v0-1 have no null topic list (and so no "all partitions").
-        error, topics = self._fetch_group(req.group_id, req.topics if v >= 2 or req.topics else [],
+        error, topics = self._fetch_group(request, req.group_id, req.topics if v >= 2 or req.topics else [],
                                      v >= 7 and req.require_stable, v)
         if error and v < 2:
             # No top-level error before v2: every requested partition carries it.
@@ -235,12 +329,17 @@ class GroupsApi:
     @handles(47)
     def handle_offset_delete(self, request):
         req = request.body
+        if not self.auth.authorize(request, DELETE, GROUP, req.group_id):
+            return OffsetDeleteResponse(error_code=E.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
         errors: dict[tuple[str, int], int] = {}
         wanted = []
+        readable = self.auth.filter_authorized(request, READ, TOPIC, (t.name for t in req.topics))
         for t in req.topics:
             topic = self.metadata_cache.get(t.name)
             for p in t.partitions:
-                if topic is None or not 0 <= p.partition_index < topic.partitions:
+                if t.name not in readable:
+                    errors[(t.name, p.partition_index)] = E.TOPIC_AUTHORIZATION_FAILED
+                elif topic is None or not 0 <= p.partition_index < topic.partitions:
                     errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     wanted.append((t.name, p.partition_index))
@@ -258,8 +357,12 @@ class GroupsApi:
     # ---------------------------------------------------------------- admin
     @handles(16)
     def handle_list_groups(self, request):
+        """DESCRIBE on the cluster lists every group; otherwise the groups the caller may describe."""
         req = request.body
         error, groups = self.group_coordinator.handle_list_groups(req.states_filter, req.types_filter)
+        if not self.auth.authorize_cluster(request, DESCRIBE):
+            allowed = self.auth.filter_authorized(request, DESCRIBE, GROUP, (g[0] for g in groups))
+            groups = [g for g in groups if g[0] in allowed]
         return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=[
             ListGroupsResponse.ListedGroup(group_id=g, protocol_type=pt, group_state=state, group_type=gtype)
             for g, pt, state, gtype in groups])
@@ -270,6 +373,11 @@ class GroupsApi:
         v = request.api_version
         out = []
         for group_id in req.groups:
+            if not self.auth.authorize(request, DESCRIBE, GROUP, group_id):
+                out.append(DescribeGroupsResponse.DescribedGroup(
+                    error_code=E.GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="",
+                    error_message=E.GROUP_AUTHORIZATION_FAILED.message if v >= 6 else None))
+                continue
             error, summary = self.group_coordinator.handle_describe_group(group_id)
             if summary is None:
                 # Kafka answers "Dead" for an unknown group, and GROUP_ID_NOT_FOUND from v6.
@@ -280,8 +388,8 @@ class GroupsApi:
                 else:
                     out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, group_state="Dead"))
                 continue
-            ops = GROUP_OPS if req.include_authorized_operations and v >= 3 and not error \
-                else AUTHORIZED_OPS_NOT_REQUESTED
+            ops = self.auth.authorized_operations(request, GROUP, group_id) \
+                if req.include_authorized_operations and v >= 3 and not error else AUTHORIZED_OPS_NOT_REQUESTED
             out.append(DescribeGroupsResponse.DescribedGroup(
                 error_code=error, error_message=None if not error or v < 6 else E(error).message,
                 group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
@@ -295,7 +403,9 @@ class GroupsApi:
     @handles(42)
     def handle_delete_groups(self, request):
         names = list(dict.fromkeys(request.body.groups_names))
-        errors = self.group_coordinator.handle_delete_groups(names)
+        allowed = self.auth.filter_authorized(request, DELETE, GROUP, names)
+        errors = self.group_coordinator.handle_delete_groups([g for g in names if g in allowed])
+        errors.update((g, E.GROUP_AUTHORIZATION_FAILED) for g in names if g not in allowed)
         return DeleteGroupsResponse(throttle_time_ms=0, results=[
             DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=errors[g]) for g in names])
 

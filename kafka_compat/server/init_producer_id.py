@@ -1,7 +1,8 @@
-"""InitProducerId: a producer id and epoch for an idempotent producer.
+"""InitProducerId: a producer id and epoch, for an idempotent producer or (with a transactional id)
+from the transaction coordinator, which fences the id's previous producer.
 
-Most ids come from the block at hand; claiming the next block (a file write, or
-ZooKeeper in a cluster) happens in a worker thread.
+Most ids come from the block at hand; claiming the next block (a file write, or ZooKeeper in a
+cluster) happens in a worker thread.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import logging
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.init_producer_id import InitProducerIdResponse
+from .auth_helper import IDEMPOTENT_WRITE, NO_AUTHORIZER, TOPIC, TRANSACTIONAL_ID, WRITE, AuthHelper
 from .producer_id_manager import ProducerIdManager
 from .registry import handles
 
@@ -19,16 +21,24 @@ EPOCH_EXHAUSTED = 32766       # Short.MAX_VALUE - 1: past it an id gets a fresh 
 
 
 class InitProducerIdApi:
-    def __init__(self, producer_ids: ProducerIdManager):
+    def __init__(self, producer_ids: ProducerIdManager, txn_coordinator, auth: AuthHelper = NO_AUTHORIZER):
         self.producer_ids = producer_ids
+        self.txn_coordinator = txn_coordinator
+        self.auth = auth
 
     @handles(22, 0, 5)
     def handle_init_producer_id(self, request):
         req = request.body
         resp = InitProducerIdResponse(throttle_time_ms=0, producer_id=-1, producer_epoch=-1)
         if req.transactional_id is not None:
-            # Transactions are not implemented: we are nobody's transaction coordinator.
-            resp.error_code = ErrorCode.NOT_COORDINATOR
+            if not self.auth.authorize(request, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+                resp.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                return resp
+            return self._transactional(request)
+        if not (self.auth.authorize_cluster(request, IDEMPOTENT_WRITE)
+                or self.auth.authorize_by_resource_type(request, WRITE, TOPIC)):
+            # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+            resp.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             return resp
         if request.api_version >= 3 and req.producer_id >= 0 and req.producer_epoch >= 0:
             # KIP-360: an idempotent producer bumps its epoch; at the top it needs a new id.
@@ -48,3 +58,20 @@ class InitProducerIdApi:
             log.warning("cannot claim a block of producer ids: %s", e)
             resp.error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
         return resp
+
+    async def _transactional(self, request):
+        req = request.body
+        v = request.api_version
+        expected = None
+        if v >= 3 and (req.producer_id >= 0 or req.producer_epoch >= 0):
+            if req.producer_id < 0 or req.producer_epoch < 0:
+                return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                              producer_id=-1, producer_epoch=-1)
+            expected = (req.producer_id, req.producer_epoch)
+        result = await self.txn_coordinator.handle_init_producer_id(req.transactional_id,
+                                                                    req.transaction_timeout_ms, expected)
+        error = result.error
+        if error == ErrorCode.PRODUCER_FENCED and v < 4:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH      # PRODUCER_FENCED is known from v4
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=error, producer_id=result.producer_id,
+                                      producer_epoch=result.producer_epoch)

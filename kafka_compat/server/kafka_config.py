@@ -50,6 +50,7 @@ from ..configdef import (
 )
 from ..endpoint import EndPoint, SecurityProtocol, parse_listener_security_protocol_map, parse_listeners
 from ..properties import load_properties
+from ..security.principal import DEFAULT_PRINCIPAL_BUILDER
 
 _HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
 _DAY_MS = 24 * _HOUR_MS
@@ -135,11 +136,6 @@ BROKER_CONFIG_DEF = (
     .define("controlled.shutdown.max.retries", INT, 3, None, MEDIUM, "Tries of a controlled shutdown.")
     .define("controlled.shutdown.retry.backoff.ms", LONG, 5000, None, MEDIUM,
             "Wait between tries of a controlled shutdown.")
-    .define("inter.broker.listener.name", STRING, None, None, MEDIUM,
-            "Listener brokers use to reach each other; unset means the one of security.inter.broker.protocol.")
-    .define("security.inter.broker.protocol", STRING, "PLAINTEXT",
-            ValidString("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), MEDIUM,
-            "Security protocol between brokers; set this or inter.broker.listener.name, not both.")
     # network
     .define("listeners", STRING, "PLAINTEXT://:9092", None, HIGH,
             "Comma-separated NAME://host:port addresses to listen on; an empty host means every interface.")
@@ -298,18 +294,46 @@ BROKER_CONFIG_DEF = (
             "Check that a transactional write's partition was added to the transaction.")
     .define("producer.id.expiration.ms", INT, _DAY_MS, at_least(1), LOW,
             "Forget an idle producer id's state after this.")
-    # security
-    .define("ssl.keystore.type", STRING, "JKS", None, MEDIUM, "Key store format.")
-    .define("ssl.keystore.location", STRING, None, None, HIGH, "Key store file.")
-    .define("ssl.keystore.password", PASSWORD, None, None, HIGH, "Key store password.")
+    # security (each may be given per listener as listener.name.<listener>.<name>)
+    .define("inter.broker.listener.name", STRING, None, None, MEDIUM,
+            "Listener brokers use to reach each other; exclusive with security.inter.broker.protocol.")
+    .define("security.inter.broker.protocol", STRING, "PLAINTEXT",
+            ValidString("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), MEDIUM,
+            "Security protocol of inter-broker connections, when inter.broker.listener.name is unset.")
+    .define("ssl.keystore.type", STRING, "JKS", None, MEDIUM, "Key store format; only PEM is supported here.")
+    .define("ssl.keystore.location", STRING, None, None, HIGH, "Key store file (PEM: private key and chain).")
+    .define("ssl.keystore.password", PASSWORD, None, None, HIGH, "Key store password (not used with PEM).")
+    .define("ssl.keystore.key", PASSWORD, None, None, HIGH, "PEM private key, inline.")
+    .define("ssl.keystore.certificate.chain", PASSWORD, None, None, HIGH, "PEM certificate chain, inline.")
     .define("ssl.key.password", PASSWORD, None, None, HIGH, "Private key password.")
-    .define("ssl.truststore.type", STRING, "JKS", None, MEDIUM, "Trust store format.")
-    .define("ssl.truststore.location", STRING, None, None, HIGH, "Trust store file.")
-    .define("ssl.truststore.password", PASSWORD, None, None, HIGH, "Trust store password.")
+    .define("ssl.truststore.type", STRING, "JKS", None, MEDIUM, "Trust store format; only PEM is supported here.")
+    .define("ssl.truststore.location", STRING, None, None, HIGH, "Trust store file (PEM certificates).")
+    .define("ssl.truststore.password", PASSWORD, None, None, HIGH, "Trust store password (not used with PEM).")
+    .define("ssl.truststore.certificates", PASSWORD, None, None, HIGH, "Trusted PEM certificates, inline.")
     .define("ssl.client.auth", STRING, "none", ValidString("required", "requested", "none"), MEDIUM,
             "Whether clients must present a certificate.")
+    .define("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", None, MEDIUM, "TLS versions accepted.")
+    .define("ssl.protocol", STRING, "TLSv1.3", None, MEDIUM, "TLS protocol of the SSL context.")
+    .define("ssl.cipher.suites", LIST, "", None, LOW, "Cipher suites allowed (empty: the defaults).")
+    .define("ssl.endpoint.identification.algorithm", STRING, "https", None, LOW,
+            "How a client checks the server's host name (empty: not checked).")
+    .define("ssl.principal.mapping.rules", STRING, "DEFAULT", None, LOW,
+            "Rules mapping a client certificate's subject DN to a principal name.")
+    .define("principal.builder.class", CLASS, DEFAULT_PRINCIPAL_BUILDER, None, MEDIUM,
+            "Principal builder; only Kafka's default builder is available.")
     .define("sasl.enabled.mechanisms", LIST, "GSSAPI", None, MEDIUM, "SASL mechanisms offered to clients.")
-    .define("sasl.jaas.config", PASSWORD, None, None, MEDIUM, "JAAS login settings.")
+    .define("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", None, MEDIUM,
+            "SASL mechanism of inter-broker connections.")
+    .define("sasl.jaas.config", PASSWORD, None, None, MEDIUM,
+            "JAAS login settings; a broker reads listener.name.<listener>.<mechanism>.sasl.jaas.config.")
+    .define("sasl.server.max.receive.size", INT, 524288, None, LOW,
+            "Largest frame accepted before a SASL client is authenticated.")
+    .define("connection.failed.authentication.delay.ms", INT, 100, at_least(0), LOW,
+            "Wait before closing a connection whose authentication failed, so the client reads why.")
+    .define("connections.max.reauth.ms", LONG, 0, None, MEDIUM,
+            "Longest SASL session before the client must re-authenticate (0: no limit).")
+    .define("authorizer.class.name", STRING, "", None, LOW,
+            "Kafka's AclAuthorizer or StandardAuthorizer class name (both: our ACL authorizer); empty for none.")
 )
 
 
@@ -452,7 +476,23 @@ class BrokerConfig(DictView):
     @property
     def inter_broker_listener_name(self) -> str:
         """inter.broker.listener.name, else the listener named after security.inter.broker.protocol."""
-        return self["inter.broker.listener.name"] or self["security.inter.broker.protocol"]
+        name = self["inter.broker.listener.name"]
+        return name.upper() if name else self["security.inter.broker.protocol"]
+
+    def listener_config(self, listener_name: str) -> dict[str, Any]:
+        """Every value as the listener sees it: `listener.name.<listener>.<name>` wins over `<name>`
+        (Kafka's valuesWithPrefixOverride). Prefixed names that are not broker keys (a mechanism's
+        `plain.sasl.jaas.config`) are kept under their unprefixed name, as given."""
+        prefix = f"listener.name.{listener_name.lower()}."
+        out = dict(self._data)
+        for name, raw in self.originals.items():
+            if not name.startswith(prefix):
+                continue
+            key = name[len(prefix):]
+            definition = BROKER_CONFIG_DEF.config_keys.get(key)
+            out[key] = raw if definition is None else definition.parse(raw.value if isinstance(raw, Password)
+                                                                       else raw)
+        return out
 
     def topic_defaults(self) -> dict[str, Any]:
         """Topic-level values this broker gives topics without overrides (extractLogConfigMap)."""
@@ -487,10 +527,6 @@ class BrokerConfig(DictView):
             if self["replica.fetch.wait.max.ms"] > self[name]:
                 raise ConfigError("replica.fetch.wait.max.ms", self["replica.fetch.wait.max.ms"],
                                   f"must not exceed {name}")
-        if self.is_set("inter.broker.listener.name") and self.is_set("security.inter.broker.protocol"):
-            raise ConfigError("security.inter.broker.protocol", self["security.inter.broker.protocol"],
-                              "Only one of inter.broker.listener.name and security.inter.broker.protocol "
-                              "should be set.")
         protocol_map = self.listener_security_protocol_map
         listeners = parse_listeners("listeners", self["listeners"], protocol_map)
         if self["advertised.listeners"] is not None:
@@ -501,7 +537,25 @@ class BrokerConfig(DictView):
             if not {e.listener_name for e in advertised} <= {e.listener_name for e in listeners}:
                 raise ConfigError("advertised.listeners", self["advertised.listeners"],
                                   "listener names must be equal to or a subset of those in listeners")
-        if self["zookeeper.connect"] and self.inter_broker_listener_name not in {
-                e.listener_name for e in self.advertised_listeners}:
-            raise ConfigError("inter.broker.listener.name", self.inter_broker_listener_name,
-                              "must be a listener name defined in advertised.listeners")
+        else:
+            advertised = listeners
+        if self["inter.broker.listener.name"] and self.is_set("security.inter.broker.protocol"):
+            raise ConfigError("security.inter.broker.protocol", self["security.inter.broker.protocol"],
+                              "Only one of inter.broker.listener.name and security.inter.broker.protocol "
+                              "should be set.")
+        if self["zookeeper.connect"]:
+            # Kafka checks these always; a single node has no inter-broker traffic, so only a cluster does here
+            name = self.inter_broker_listener_name
+            inter_broker = next((e for e in advertised if e.listener_name == name), None)
+            if inter_broker is None:
+                raise ConfigError("inter.broker.listener.name", name,
+                                  "inter.broker.listener.name must be a listener name defined in "
+                                  "advertised.listeners. The valid options based on currently configured "
+                                  f"listeners are {','.join(e.listener_name for e in advertised)}")
+            if inter_broker.security_protocol.name.startswith("SASL_"):
+                mechanism = self["sasl.mechanism.inter.broker.protocol"]
+                enabled = self.listener_config(name)["sasl.enabled.mechanisms"]
+                if mechanism not in enabled:
+                    raise ConfigError("sasl.mechanism.inter.broker.protocol", mechanism,
+                                      "sasl.mechanism.inter.broker.protocol must be included in "
+                                      "sasl.enabled.mechanisms when SASL is used for inter-broker communication")

@@ -16,14 +16,10 @@ import logging
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages.metadata import MetadataResponse
 from ..protocol.primitives import ZERO_UUID
+from .auth_helper import AUTHORIZED_OPS_NOT_REQUESTED, CREATE, DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
 from .metadata_cache import MetadataCache, TopicMetadata
 from .registry import handles
 
-AUTHORIZED_OPS_NOT_REQUESTED = -2147483648
-# With no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
-# DESCRIBE_CONFIGS, ALTER_CONFIGS as bits of Kafka's AclOperation codes.
-TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 Partition = MetadataResponse.MetadataResponsePartition
 log = logging.getLogger(__name__)
 
@@ -78,41 +74,62 @@ def partition_entries(cache: MetadataCache, topic: TopicMetadata, listener: str 
 
 
 class MetadataApi:
-    def __init__(self, config, metadata_cache: MetadataCache, controller):
+    def __init__(self, config, metadata_cache: MetadataCache, controller, auth: AuthHelper = NO_AUTHORIZER):
         self.config = config
         self.metadata_cache = metadata_cache
         self.controller = controller            # auto-creation goes through it
+        self.auth = auth
 
-    def _topic_entry(self, topic: TopicMetadata, listener, include_ops: bool, version: int):
+    def _topic_entry(self, request, topic: TopicMetadata, listener, include_ops: bool, version: int):
         return MetadataResponse.MetadataResponseTopic(
             error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
             partitions=partition_entries(self.metadata_cache, topic, listener, version),
-            topic_authorized_operations=TOPIC_OPS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED)
+            topic_authorized_operations=self.auth.authorized_operations(request, TOPIC, topic.name) if include_ops
+            else AUTHORIZED_OPS_NOT_REQUESTED)
 
     @staticmethod
     def _error_entry(code: int, name: str | None, topic_id: bytes = ZERO_UUID):
         return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
 
+    def _may_create(self, request, name: str) -> bool:
+        return self.auth.authorize_cluster(request, CREATE) or self.auth.authorize(request, CREATE, TOPIC, name)
+
     @handles(3)
     def handle_metadata(self, request):
+        """DESCRIBE on a topic shows it. Listing every topic leaves out the others without a word; a
+        topic named but not describable answers TOPIC_AUTHORIZATION_FAILED with a zero id before its
+        existence is looked at; auto-creation also needs CREATE on the cluster or the topic."""
         req = request.body
         v = request.api_version
         cache = self.metadata_cache
+        auth = self.auth
         listener = listener_of(request)
         include_ops = bool(req.include_topic_authorized_operations)
         if req.topics is None or (v == 0 and not req.topics):
-            wanted = [self._topic_entry(t, listener, include_ops, v) for t in list(cache.topics.values())]
+            wanted = [self._topic_entry(request, t, listener, include_ops, v) for t in list(cache.topics.values())
+                      if auth.authorize(request, DESCRIBE, TOPIC, t.name)]
         else:
             allow_create = self.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)
             wanted = []
             for t in req.topics:
                 if t.name is None:
                     topic = cache.topic_by_id(t.topic_id)
-                    wanted.append(self._topic_entry(topic, listener, include_ops, v) if topic
-                                  else self._error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, t.topic_id))
+                    if topic is None:
+                        wanted.append(self._error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, t.topic_id))
+                    elif not auth.authorize(request, DESCRIBE, TOPIC, topic.name):
+                        # topic ids are not secret: the id is echoed, the name is not
+                        wanted.append(self._error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, t.topic_id))
+                    else:
+                        wanted.append(self._topic_entry(request, topic, listener, include_ops, v))
+                    continue
+                if not auth.authorize(request, DESCRIBE, TOPIC, t.name):
+                    wanted.append(self._error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, t.name))
                     continue
                 topic = cache.get_topic(t.name)
                 if topic is None and allow_create:
+                    if not self._may_create(request, t.name):
+                        wanted.append(self._error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, t.name))
+                        continue
                     try:
                         created = self.controller.create_topic(t.name)
                     except KafkaError as e:
@@ -124,10 +141,10 @@ class MetadataApi:
                         wanted.append(self._error_entry(ErrorCode.LEADER_NOT_AVAILABLE, t.name))
                         continue
                     topic = cache.get_topic(t.name)
-                wanted.append(self._topic_entry(topic, listener, include_ops, v) if topic
+                wanted.append(self._topic_entry(request, topic, listener, include_ops, v) if topic
                               else self._error_entry(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, t.name))
         return MetadataResponse(
             throttle_time_ms=0, brokers=broker_entries(cache, listener), cluster_id=cache.cluster_id,
             controller_id=cache.controller_id, topics=wanted,
-            cluster_authorized_operations=CLUSTER_OPS if req.include_cluster_authorized_operations
-            else AUTHORIZED_OPS_NOT_REQUESTED)
+            cluster_authorized_operations=auth.cluster_authorized_operations(
+                request, bool(req.include_cluster_authorized_operations)))

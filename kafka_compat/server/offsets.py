@@ -9,9 +9,11 @@ from __future__ import annotations
 from kafka_compat.storage.local_log import LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP
 from kafka_compat.storage.unified_log import FetchIsolation
 
+from ..protocol.errors import ErrorCode
 from ..protocol.messages.delete_records import DeleteRecordsResponse
 from ..protocol.messages.list_offsets import ListOffsetsResponse
 from ..protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
+from .auth_helper import CLUSTER_ACTION, DELETE, DESCRIBE, NO_AUTHORIZER, TOPIC, AuthHelper
 from .fetch import READ_COMMITTED
 from .registry import handles
 from .replica_manager import ReplicaManager
@@ -22,8 +24,9 @@ DEBUGGING_REPLICA_ID = -2
 
 
 class OffsetsApi:
-    def __init__(self, replica_manager: ReplicaManager):
+    def __init__(self, replica_manager: ReplicaManager, auth: AuthHelper = NO_AUTHORIZER):
         self.replica_manager = replica_manager
+        self.auth = auth
 
     @handles(2)
     def handle_list_offsets(self, request):
@@ -38,7 +41,12 @@ class OffsetsApi:
         from_leader = req.replica_id != DEBUGGING_REPLICA_ID
         topics = []
         for t in req.topics:
-            parts = [self._list_one(t.name, p, v, isolation, from_leader) for p in t.partitions]
+            if not self.auth.authorize(request, DESCRIBE, TOPIC, t.name):
+                parts = [ListOffsetsResponse.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, timestamp=-1,
+                    offset=-1, leader_epoch=-1, old_style_offsets=[]) for p in t.partitions]
+            else:
+                parts = [self._list_one(t.name, p, v, isolation, from_leader) for p in t.partitions]
             topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
@@ -68,10 +76,18 @@ class OffsetsApi:
         v = request.api_version
         # a follower (v3+ ReplicaId >= 0) may ask; so may a consumer, of the leader only
         from_leader = not (v >= 3 and req.replica_id == DEBUGGING_REPLICA_ID)
+        # CLUSTER_ACTION on the cluster (a follower), else DESCRIBE on each topic
+        cluster = self.auth.authorize_cluster(request, CLUSTER_ACTION)
         topics = []
         for t in req.topics:
             parts = []
+            denied = not cluster and not self.auth.authorize(request, DESCRIBE, TOPIC, t.topic)
             for p in t.partitions:
+                if denied:
+                    parts.append(OffsetForLeaderEpochResponse.EpochEndOffset(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition, leader_epoch=-1,
+                        end_offset=-1))
+                    continue
                 error, epoch, end = self.replica_manager.last_offset_for_leader_epoch(
                     t.topic, p.partition, p.current_leader_epoch if v >= 2 else -1, p.leader_epoch, from_leader)
                 parts.append(OffsetForLeaderEpochResponse.EpochEndOffset(
@@ -82,13 +98,15 @@ class OffsetsApi:
     @handles(21)
     def handle_delete_records(self, request):
         body = request.body
-        wanted = [(t.name, p.partition_index, p.offset) for t in body.topics for p in t.partitions]
+        allowed = self.auth.filter_authorized(request, DELETE, TOPIC, (t.name for t in body.topics))
+        wanted = [(t.name, p.partition_index, p.offset) for t in body.topics if t.name in allowed
+                  for p in t.partitions]
         results = iter(self.replica_manager.delete_records(wanted))
         topics = []
         for t in body.topics:
             parts = []
             for p in t.partitions:
-                error, low = next(results)
+                error, low = next(results) if t.name in allowed else (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
                 parts.append(DeleteRecordsResponse.DeleteRecordsPartitionResult(
                     partition_index=p.partition_index, low_watermark=low, error_code=error))
             topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))

@@ -534,6 +534,11 @@ class Partition:
         return min(starts)
 
     # -- descriptions ---------------------------------------------------------------------
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        """Has ``producer_id`` a transaction open on this partition (KIP-890: then its writes need no check)?"""
+        entry = self.log.producer_state_manager.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
+
     def active_producers(self):
         return self.log.producer_state_manager.active_producers()
 

@@ -7,16 +7,31 @@ Nothing here looks at individual records.
 from __future__ import annotations
 
 import asyncio
+import struct
 
-from ..protocol.batch_header import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, MAGIC_OFFSET
+from ..protocol.batch_header import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    MAGIC_OFFSET,
+    PRODUCER_ID_OFFSET,
+    RECORDS_COUNT_OFFSET,
+    TRANSACTIONAL_FLAG_MASK,
+)
 from ..protocol.compression import ZSTD
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.produce import ProduceResponse
+from .auth_helper import NO_AUTHORIZER, TOPIC, TRANSACTIONAL_ID, WRITE, AuthHelper
 from .delayed_produce import ProduceResult
 from .metadata_cache import MetadataCache
 from .registry import CloseConnection, handles
 from .replica_manager import ReplicaManager
 
+_PRODUCER = struct.Struct(">qh")            # ProducerId, ProducerEpoch
+# What a coordinator's verification answer becomes for the producer (Kafka's AddPartitionsToTxnManager)
+_VERIFY_ERRORS = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+                  ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
+                  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
+                  ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS}
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
 BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
 ADMIN_CLIENT_ID = "__admin_client"       # Kafka lets only its admin tools write internal topics
@@ -48,16 +63,24 @@ def _response(index: int, r: ProduceResult) -> PartitionProduceResponse:
 
 
 class ProduceApi:
-    def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache):
+    def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
+                 auth: AuthHelper = NO_AUTHORIZER, verify_partitions=None):
+        """``verify_partitions(transactional id, producer id, epoch, partitions) -> {partition: error}``: the
+        transaction coordinator's KIP-890 check (None: transaction.partition.verification.enable is off)."""
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
+        self.auth = auth
+        self.verify_partitions = verify_partitions
 
     @handles(0)
     def handle_produce(self, request):
+        """WRITE on each topic is checked once per topic (TOPIC_AUTHORIZATION_FAILED on its partitions)."""
         req = request.body
         v = request.api_version
-        if req.transactional_id is not None:
-            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        auth = self.auth
+        if req.transactional_id is not None and not auth.authorize(request, WRITE, TRANSACTIONAL_ID,
+                                                                   req.transactional_id):
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED     # checked before anything else
         elif req.acks not in (0, 1, -1):
             error = ErrorCode.INVALID_REQUIRED_ACKS
         else:
@@ -69,11 +92,14 @@ class ProduceApi:
             if v >= 13:
                 topic = self.metadata_cache.topic_by_id(t.topic_id)
                 name = topic.name if topic else None
+            denied = name is not None and not auth.authorize(request, WRITE, TOPIC, name)
             for p in t.partition_data:
                 if error:
                     code = error
                 elif name is None:
                     code = ErrorCode.UNKNOWN_TOPIC_ID
+                elif denied:
+                    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 else:
                     code = format_error(p.records, v)
                 if code:
@@ -81,6 +107,8 @@ class ProduceApi:
                 else:
                     slots.append(len(entries))
                     entries.append((name, p.index, p.records))
+        if entries and req.transactional_id is not None and self.verify_partitions is not None:
+            slots, entries = self._verify(req.transactional_id, v, slots, entries)
         results = []
         if entries:
             results = self.replica_manager.append_records(
@@ -88,6 +116,45 @@ class ProduceApi:
         if isinstance(results, asyncio.Future):
             return self._respond_later(request, slots, results)
         return self._respond(request, slots, results)
+
+    def _verify(self, txn_id: str, version: int, slots: list, entries: list) -> tuple[list, list]:
+        """KIP-890 part 1: a producer's first transactional batch on a partition is written only if the
+        coordinator has the partition in the producer's ongoing transaction; a late or stray write (a
+        zombie's, or one after an abort) is refused instead of opening a transaction nobody will end."""
+        rm = self.replica_manager
+        wanted: dict[tuple[str, int], int] = {}
+        producer = None
+        for i, (name, index, records) in enumerate(entries):
+            if len(records) <= RECORDS_COUNT_OFFSET or not records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK:
+                continue
+            pid, epoch = _PRODUCER.unpack_from(records, PRODUCER_ID_OFFSET)
+            producer = producer or (pid, epoch)
+            if not rm.has_ongoing_transaction(name, index, pid):
+                wanted[(name, index)] = i
+        if not wanted:
+            return slots, entries
+        answers = self.verify_partitions(txn_id, producer[0], producer[1], list(wanted))
+        failed: dict[int, ProduceResult] = {}
+        for tp, i in wanted.items():
+            error = answers.get(tp, ErrorCode.NONE)
+            if error == ErrorCode.NOT_COORDINATOR:
+                continue        # the coordinator is on another broker: not checked from here
+            if error == ErrorCode.TRANSACTION_ABORTABLE:
+                failed[i] = ProduceResult(ErrorCode.TRANSACTION_ABORTABLE if version >= 11
+                                          else ErrorCode.INVALID_TXN_STATE,
+                                          error_message="Partition was not added to the transaction")
+            elif error:
+                failed[i] = ProduceResult(_VERIFY_ERRORS.get(error, error))
+        if not failed:
+            return slots, entries
+        remap, kept = {}, []
+        for i, entry in enumerate(entries):
+            if i in failed:
+                remap[i] = failed[i]
+            else:
+                remap[i] = len(kept)
+                kept.append(entry)
+        return [remap[s] if type(s) is int else s for s in slots], kept
 
     async def _respond_later(self, request, slots, future):
         return self._respond(request, slots, await future)

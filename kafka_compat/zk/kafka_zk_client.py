@@ -883,6 +883,70 @@ class KafkaZkClient:
             raise result
         return result.version
 
+    # -- ACLs (Kafka's ZooKeeper authorizer) -------------------------------------------------------
+
+    def create_acl_paths(self) -> None:
+        """The ACL stores and change logs, each resource type's folder included (createAclPathsIfNeeded)."""
+        for path in zd.acl_zk_paths():
+            self.make_sure_persistent_path_exists(path)
+
+    def get_resource_names(self, resource_type: str, pattern_type: str = "LITERAL") -> list[str]:
+        return self.get_children(zd.acl_path(resource_type, None, pattern_type))
+
+    def get_versioned_acls_for_resource(self, resource_type: str, resource_name: str,
+                                        pattern_type: str = "LITERAL") -> tuple[set[zd.AclEntry], int]:
+        """(ACLs, zkVersion); (empty, UNKNOWN_VERSION) when the resource has no znode."""
+        path = zd.acl_path(resource_type, resource_name, pattern_type)
+        data, version = self.get_data_and_version(path)
+        return zd.decode_acls(data, path), version
+
+    def conditional_set_acls_for_resource(self, resource_type: str, resource_name: str, pattern_type: str,
+                                          acls: Iterable[zd.AclEntry], expected_version: int) -> tuple[bool, int]:
+        """Kafka's updateResourceAcls step: create the znode when it was missing (expected UNKNOWN_VERSION),
+        else set it at `expected_version`; (False, UNKNOWN_VERSION) when someone else got there first."""
+        path, data = zd.acl_path(resource_type, resource_name, pattern_type), zd.encode_acls(acls)
+        if expected_version == UNKNOWN_VERSION:
+            result = self._write_one(("create", path, data, False, False))
+            if isinstance(result, NodeExistsError):
+                return False, UNKNOWN_VERSION
+            if isinstance(result, Exception):
+                raise result
+            return True, 0
+        return self.conditional_update_path(path, data, expected_version)
+
+    def conditional_delete_resource(self, resource_type: str, resource_name: str, pattern_type: str,
+                                    expected_version: int) -> bool:
+        """Delete a resource's ACL znode at `expected_version`; False when it moved on meanwhile."""
+        result = self._write_one(("delete", zd.acl_path(resource_type, resource_name, pattern_type),
+                                  expected_version))
+        if isinstance(result, (BadVersionError, NotEmptyError)):
+            return False
+        if isinstance(result, Exception) and not isinstance(result, NoNodeError):
+            raise result
+        return True
+
+    def create_acl_change_notification(self, resource_type: str, resource_name: str,
+                                       pattern_type: str = "LITERAL") -> str:
+        """Tell every broker that a resource's ACLs changed; the notification's name."""
+        extended = pattern_type.upper() != "LITERAL"
+        return self._create_sequential(zd.EXTENDED_ACL_CHANGES_PATH if extended else zd.LITERAL_ACL_CHANGES_PATH,
+                                       zd.ACL_CHANGE_PREFIX,
+                                       zd.encode_acl_change(resource_type, resource_name, pattern_type))
+
+    def get_acl_change_notifications(self, extended: bool, after: str = "") -> list[tuple[str, str, str, str]]:
+        """(sequence number, resource type, name, pattern type) of each notification newer than `after`."""
+        directory = zd.EXTENDED_ACL_CHANGES_PATH if extended else zd.LITERAL_ACL_CHANGES_PATH
+        numbers = [n for n in self._sequence_numbers(directory, zd.ACL_CHANGE_PREFIX) if n > after]
+        got = self._get_many([f"{directory}/{zd.ACL_CHANGE_PREFIX}{n}" for n in numbers])
+        return [(n, *zd.decode_acl_change(g[0], extended)) for n, g in zip(numbers, got) if g is not None]
+
+    def get_config_change_notifications(self, after: str = "") -> list[tuple[str, str, str]]:
+        """(sequence number, entity type, sanitized entity name) of each /config/changes notification newer
+        than `after`."""
+        numbers = [n for n in self._sequence_numbers(zd.CONFIG_CHANGES_PATH, zd.CONFIG_CHANGE_PREFIX) if n > after]
+        got = self._get_many([f"{zd.CONFIG_CHANGES_PATH}/{zd.CONFIG_CHANGE_PREFIX}{n}" for n in numbers])
+        return [(n, *zd.decode_config_change(g[0])) for n, g in zip(numbers, got) if g is not None]
+
     # -- watches --------------------------------------------------------------------------------
 
     def watch_data(self, path: str, callback: Callable[[str, bytes | None, Any], Any]) -> ZkWatch:

@@ -10,7 +10,7 @@ from kafka_compat.storage.cleaner import Cleaner, LogCleaner, cleanable_range, d
 from logtools import TS, append_committed, assert_consistent, keyed, read_records, read_views
 
 from kafka_compat.protocol.compression import GZIP
-from kafka_compat.protocol.records import RecordBatch, build_legacy_message_set
+from kafka_compat.protocol.records import RecordBatch, batches, build_legacy_message_set
 
 COMPACT = dict(cleanup_policy="compact", segment_bytes=1200, file_delete_delay_ms=0)
 
@@ -205,3 +205,58 @@ def test_cleaner_thread_shutdown_is_prompt(tmp_path, clock):
     t.start()
     t.join(10)
     assert not t.is_alive()
+
+
+def _marker(control_type, producer_id, epoch=0):
+    from kafka_compat.protocol.records import build_control_batch
+    return bytearray(build_control_batch(control_type, producer_id=producer_id, producer_epoch=epoch,
+                                         timestamp=TS))
+
+
+def test_aborted_data_goes_and_markers_follow_only_after_their_transaction_and_delete_retention(make_log, clock):
+    from kafka_compat.storage.fetch_data_info import FetchIsolation
+    from kafka_compat.storage.validator import COORDINATOR
+
+    from kafka_compat.protocol.records import ControlRecordType
+    lg = make_log(**dict(COMPACT, delete_retention_ms=1000))
+    append_committed(lg, keyed([(b"a", b"aborted"), (b"b", b"aborted")], producer_id=1, producer_epoch=0,
+                               base_sequence=0, is_transactional=True))                          # 0-1
+    append_committed(lg, _marker(ControlRecordType.ABORT, 1), origin=COORDINATOR)                # 2
+    append_committed(lg, keyed([(b"a", b"committed")], producer_id=2, producer_epoch=0, base_sequence=0,
+                               is_transactional=True))                                          # 3
+    append_committed(lg, _marker(ControlRecordType.COMMIT, 2), origin=COORDINATOR)               # 4
+    for i in range(12):
+        append_committed(lg, keyed([(b"filler%d" % i, b"x" * 60)]))
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in lg.collect_aborted_transactions(0, 5)] == \
+        [(1, 0, 2)]
+
+    def offsets_of(producer_id):
+        return [(v.base_offset, v.is_control, v.records_count) for v in read_views(lg) if v.producer_id == producer_id]
+
+    clean(lg, clock)
+    # the aborted records are gone; both markers stay (their transactions had data in this pass), and so
+    # does the aborted transaction in the cleaned segment's index, for readers of the kept marker
+    assert offsets_of(1) == [(2, True, 1)]
+    assert offsets_of(2) == [(3, False, 1), (4, True, 1)]
+    assert [(t.producer_id, t.first_offset) for t in lg.collect_aborted_transactions(0, 5)] == [(1, 0)]
+    committed = lg.read(0, 1 << 20, FetchIsolation.TXN_COMMITTED, True)
+    assert [bytes(r.value) for v in batches(committed.records.read_bytes()) if not v.is_control
+            for r in v.records() if bytes(r.key) == b"a"] == [b"committed"]
+
+    clock.advance(10)
+    for i in range(12):
+        append_committed(lg, keyed([(b"filler%d" % i, b"y" * 60)]))
+    Cleaner(clock).clean(lg, 0, lg.active_segment.base_offset)
+    # nothing of the aborted transaction is left: its marker gets a delete horizon (kept until it passes)
+    abort = [v for v in read_views(lg) if v.producer_id == 1][0]
+    assert abort.is_control and abort.delete_horizon_ms == clock() + 1000
+    assert lg.collect_aborted_transactions(0, 5) == []
+
+    clock.advance(1001)
+    for i in range(12):
+        append_committed(lg, keyed([(b"filler%d" % i, b"z" * 60)]))
+    Cleaner(clock).clean(lg, 0, lg.active_segment.base_offset)
+    # past the horizon the ABORT marker goes, but as producer 1's last batch its header stays, emptied
+    assert offsets_of(1) == [(2, True, 0)]
+    assert latest_by_key(read_records(lg))[b"a"] == (3, b"committed")
+    assert_consistent(lg, contiguous=False)
