@@ -15,7 +15,7 @@ from kafka_compat.protocol.batch_header import parse_header
 from kafka_compat.protocol.errors import ErrorCode
 from kafka_compat.protocol.records import batches, build_batch
 from kafka_compat.server.delayed_fetch import FetchParams, PartitionFetchInfo
-from kafka_compat.server.metadata_cache import PartitionState
+from kafka_compat.server.metadata_cache import MetadataCache, PartitionState
 from kafka_compat.server.replica_manager import ReplicaManager
 
 ME, OTHER = 1, 2
@@ -313,3 +313,24 @@ def test_leader_epoch_is_in_the_batch_header_bytes(tmp_path):
         return parse_header(h.fetch(0)[0].info.records.read_bytes()).partition_leader_epoch
 
     assert run(tmp_path, scenario) == 9
+
+
+def test_a_partition_led_elsewhere_is_not_leader_or_follower_here(tmp_path):
+    """Kafka's answer for a partition this broker does not host: NOT_LEADER_OR_FOLLOWER when the cluster's
+    metadata has it (the client goes to its leader), UNKNOWN_TOPIC_OR_PARTITION when nobody has it."""
+    async def scenario(h):
+        cache = MetadataCache(ME, "cluster")
+        cache.update_partitions(T, b"\x01" * 16, {0: PartitionState(OTHER, 0, (OTHER,), (OTHER,))})
+        rm = ReplicaManager(ME, h.logs, lambda topic: h.config, hw_checkpoint_interval_ms=3_600_000,
+                            metadata_cache=cache)
+        rm.startup()
+        try:
+            produced = rm.append_records(1000, 1, [(T, 0, batch(b"a")), ("nowhere", 0, batch(b"b"))])
+            fetched = rm.fetch_messages(FetchParams(-1, 0, 1, 1 << 20, FetchIsolation.HIGH_WATERMARK), [
+                (T, 0, PartitionFetchInfo(0, 1 << 20)), ("nowhere", 0, PartitionFetchInfo(0, 1 << 20))])
+            return [r.error_code for r in produced], [r.error_code for r in fetched]
+        finally:
+            rm.shutdown()
+
+    not_here, unknown = ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert run(tmp_path, scenario) == ([not_here, unknown], [not_here, unknown])

@@ -402,6 +402,15 @@ class ReplicaManager:
     def topic_config_changed(self, topic: str) -> None:
         self.log_manager.update_config(topic, self.topic_config(topic))
 
+    def _not_hosted_error(self, topic: str, index: int) -> int:
+        """Kafka's answer for a partition this broker does not host: NOT_LEADER_OR_FOLLOWER when the
+        cluster's metadata has it (another broker leads it: the client refreshes its metadata and moves
+        there), else UNKNOWN_TOPIC_OR_PARTITION."""
+        cache = self.metadata_cache
+        if cache is not None and cache.partition_state(topic, index) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
     def _complete_delayed(self, key) -> None:
         """Leadership changed or data moved: waiting operations on ``key`` re-check themselves."""
         if self.produce_purgatory is not None:
@@ -434,7 +443,7 @@ class ReplicaManager:
                                  error_message=f"Cannot append to internal topic {topic}")
         partition = self.partitions.get((topic, index))
         if partition is None:
-            return ProduceResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return ProduceResult(self._not_hosted_error(topic, index))
         try:
             info, hw_moved = partition.append_records_to_leader(records, origin, required_acks)
         except KafkaError as e:
@@ -483,7 +492,7 @@ class ReplicaManager:
         for topic, index, info in fetches:
             partition = self.partitions.get((topic, index))
             if partition is None:
-                out.append(LogReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, -1, -1, -1, -1))
+                out.append(LogReadResult(self._not_hosted_error(topic, index), None, -1, -1, -1, -1))
                 continue
             min_one = params.min_one_message_always or remaining == params.max_bytes
             result = partition.fetch_records(params.replica_id, info.fetch_offset,
