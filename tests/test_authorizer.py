@@ -515,8 +515,10 @@ def test_table_spot_checks_against_kafka_apis():
         ((check,),) = API_ACLS[key].checks
         assert (check.resource_type, check.operation, check.error) == (C, op, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     for key in (11, 12, 13, 14, 68):
-        ((check,),) = API_ACLS[key].checks
+        (check,), *_ = API_ACLS[key].checks
         assert (check.resource_type, check.operation, check.names) == (G, Op.READ, "group_id")
+    _, (topics,) = API_ACLS[68].checks      # and DESCRIBE on every topic subscribed by name
+    assert (topics.resource_type, topics.operation, topics.denial) == (T, Op.DESCRIBE, Denial.REQUEST)
 
 
 # -- the micro-benchmark still runs ------------------------------------------------------------------

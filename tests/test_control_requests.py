@@ -247,19 +247,19 @@ def test_the_group_coordinator_follows_offsets_leadership(tmp_path):
                                             [(0, ME, 0, [ME], [ME, 2], []), (1, ME, 0, [ME], [ME, 2], [])],
                                             **offsets))
         await b.call(LISR, 7, lisr((0, ME, 0, [ME], [ME, 2]), (1, ME, 0, [ME], [ME, 2]), **offsets))
-        await b.groups.manager.wait_loaded()
-        owned = set(b.groups.manager.owned)
+        await b.groups.wait_loaded()
+        owned = set(b.groups.runtime.owned)
         group = next(g for g in (f"g{i}" for i in range(100)) if b.groups.partition_for(g) == 0)
-        b.groups.manager.get_or_create_group(group, True)
+        b.groups.groups.get_or_maybe_create_classic_group(group, True)
         served = b.groups.validate_group_status(group, "Heartbeat")
         await b.call(LISR, 7, lisr((0, 2, 1, [2, ME], [ME, 2]), **offsets))     # leadership moves to broker 2
-        after = (set(b.groups.manager.owned), b.groups.manager.get_group(group),
+        after = (set(b.groups.runtime.owned), b.groups.groups.get_group(group),
                  b.groups.validate_group_status(group, "Heartbeat"))
         await b.call(STOP, 4, StopReplicaRequest(controller_id=9, controller_epoch=3, broker_epoch=50, topic_states=[
             StopReplicaRequest.StopReplicaTopicState(topic_name="__consumer_offsets", partition_states=[
                 StopReplicaRequest.StopReplicaPartitionState(partition_index=1, leader_epoch=-2,
                                                              delete_partition=True)])]))
-        return owned, served, after, set(b.groups.manager.owned)
+        return owned, served, after, set(b.groups.runtime.owned)
 
     owned, served, (owned_after, group_after, status_after), owned_last = run(tmp_path, scenario)
     assert owned == {0, 1} and served is None

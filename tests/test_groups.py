@@ -28,7 +28,7 @@ from kafka_compat.group.coordinator_records import (
     read_key,
     read_offset_value,
 )
-from kafka_compat.group.group_metadata_manager import GroupMetadataManager
+from kafka_compat.group.coordinator_runtime import CoordinatorRuntime
 from kafka_compat.protocol.errors import ErrorCode as E
 from kafka_compat.protocol.frames import parse_request
 from kafka_compat.protocol.messages import APIS
@@ -68,7 +68,7 @@ def settings(tmp_path, **overrides) -> BrokerConfig:
 async def running(tmp_path, **overrides):
     b = Broker(settings(tmp_path, **overrides))
     await b.start()
-    await b.group_coordinator.manager.wait_loaded()
+    await b.group_coordinator.wait_loaded()
     try:
         yield b
     finally:
@@ -565,13 +565,13 @@ def test_restart_serves_committed_offsets_and_the_stable_group(tmp_path, monkeyp
     async def second_life():
         # hold the background load back, to see the state before it has run
         gate = asyncio.Event()
-        real = GroupMetadataManager.load_partition
+        real = CoordinatorRuntime._load
 
-        async def gated(self, index, on_group_loaded):
+        async def gated(self, index, replay):
             await gate.wait()
-            return await real(self, index, on_group_loaded)
+            return await real(self, index, replay)
 
-        monkeypatch.setattr(GroupMetadataManager, "load_partition", gated)
+        monkeypatch.setattr(CoordinatorRuntime, "_load", gated)
         b = Broker(settings(tmp_path))
         await b.start()
         coordinator = b.group_coordinator
@@ -579,11 +579,11 @@ def test_restart_serves_committed_offsets_and_the_stable_group(tmp_path, monkeyp
                   coordinator.handle_heartbeat("g", member_id, None, generation),
                   coordinator.handle_list_groups(None, None)[0])
         gate.set()
-        await coordinator.manager.wait_loaded()
+        await coordinator.wait_loaded()
         after_error, offsets = coordinator.handle_fetch_offsets("g", None, False)
         simple = coordinator.handle_fetch_offsets("simple", [("t", 0)], False)
         hb = coordinator.handle_heartbeat("g", member_id, None, generation)
-        state = coordinator.manager.get_group("g").state.value
+        state = coordinator.groups.get_group("g").state.value
         await b.stop()
         return during, after_error, offsets, simple, hb, state
 
@@ -619,9 +619,8 @@ def test_deleting_a_topic_deletes_the_offsets_committed_for_it(tmp_path):
             await Member(c, "both").commit("kept", {0: 3})
             await Member(c, "only-gone").commit("gone", {0: 4})
             b.controller.delete_topic("gone")
-            manager = b.group_coordinator.manager
-            both = manager.get_group("both")
-            return (sorted(both.offsets), manager.get_group("only-gone"),
+            coordinator = b.group_coordinator
+            return (sorted(coordinator.offsets.offsets["both"]), coordinator.groups.get_group("only-gone"),
                     offsets_log_records(b, "only-gone"))
 
     both, only_gone, log_records = asyncio.run(scenario())
@@ -639,19 +638,14 @@ def test_offsets_of_an_empty_group_expire_and_the_group_with_them(tmp_path):
             await m.commit("t", {0: 5})
             await m.leave()
             await Member(await connect(b), "simple").commit("t", {0: 6})
-            manager = b.group_coordinator.manager
-            kept = manager.expire_offsets()                # nothing is old enough yet
-            later = manager.clock() + 61_000
-            manager.clock = lambda: later
-            group_state = manager.get_group("g").state.value
-            import kafka_compat.group.group as group_module
-            real_now = group_module.now_ms
-            group_module.now_ms = lambda: later
-            try:
-                removed = manager.expire_offsets()
-            finally:
-                group_module.now_ms = real_now
-            return (kept, group_state, removed, manager.get_group("g"), manager.get_group("simple"),
+            coordinator = b.group_coordinator
+            kept = coordinator.offsets.expire_offsets()                # nothing is old enough yet
+            later = coordinator.offsets.clock() + 61_000
+            coordinator.offsets.clock = lambda: later
+            group_state = coordinator.groups.get_group("g").state.value
+            removed = coordinator.offsets.expire_offsets()
+            return (kept, group_state, removed, coordinator.groups.get_group("g"),
+                    coordinator.groups.get_group("simple"),
                     offsets_log_records(b, "g"), offsets_log_records(b, "simple"))
 
     kept, state, removed, g, simple, g_log, simple_log = asyncio.run(scenario())

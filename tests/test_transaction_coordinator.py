@@ -307,7 +307,7 @@ def test_transactional_offsets_are_unstable_until_the_commit_marker_and_vanish_o
             out["unstable_read"] = await fetch_offset(c, "g", "in", False)
             out["described"] = await t.describe()
             # an offset-expiry round meanwhile must not drop the group that holds only pending offsets
-            b.group_coordinator.manager.expire_offsets()
+            b.group_coordinator.offsets.expire_offsets()
             out["end"] = await t.end(True)
             await t.settled("CompleteCommit")
             out["after_commit"] = await fetch_offset(c, "g", "in", True)
@@ -338,7 +338,7 @@ def test_transactional_offsets_are_unstable_until_the_commit_marker_and_vanish_o
 
 
 async def _groups_loaded(b) -> bool:
-    return not b.group_coordinator.manager.loading
+    return not b.group_coordinator.runtime.loading
 
 
 # ---------------------------------------------------------------- restart, markers on disk

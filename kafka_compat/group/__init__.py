@@ -1,7 +1,9 @@
-"""The group coordinator: classic consumer groups and committed offsets over `__consumer_offsets`."""
+"""The group coordinator: classic groups, consumer groups (KIP-848) and committed offsets over `__consumer_offsets`."""
+from .classic.classic_group import ClassicGroup, GroupState, JoinResult, SyncResult
 from .coordinator import GroupCoordinator, GroupSummary, MemberSummary
 from .coordinator_records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
-from .group import ClassicGroup, GroupState, JoinResult, SyncResult
+from .group import Group, GroupType
+from .modern.consumer_group import ConsumerGroup
 
-__all__ = ["GroupCoordinator", "GroupSummary", "MemberSummary", "ClassicGroup", "GroupState", "JoinResult",
-           "SyncResult", "GROUP_METADATA_TOPIC_NAME", "OffsetAndMetadata"]
+__all__ = ["GroupCoordinator", "GroupSummary", "MemberSummary", "ClassicGroup", "ConsumerGroup", "Group",
+           "GroupType", "GroupState", "JoinResult", "SyncResult", "GROUP_METADATA_TOPIC_NAME", "OffsetAndMetadata"]

@@ -1,10 +1,11 @@
-"""GroupCoordinator: the classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
-and the offset APIs, with Kafka's rules.
+"""GroupCoordinator: the group APIs' one entry point (Kafka's GroupCoordinatorService and shard).
 
-Everything runs on the broker's event loop, so there are no locks. A JoinGroup
-or SyncGroup that must wait is parked as a callback on its member; the
-handlers turn that into an awaitable. Rebalance, sync and session timeouts are
-delayed operations in two purgatories, which expire on the timing wheel.
+It checks that this broker coordinates the group and that its partition has
+loaded, then hands the request to whoever owns it: the classic protocol, the
+consumer protocol (which also takes classic members of consumer groups), the
+OffsetMetadataManager for offsets, the GroupMetadataManager for the rest.
+Loading is per `__consumer_offsets` partition: `on_election(index)` when this
+broker starts leading one, `on_resignation(index)` when it stops.
 """
 from __future__ import annotations
 
@@ -13,31 +14,31 @@ import logging
 from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode
-from ..purgatory import DelayedOperationPurgatory
-from .coordinator_records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
-from .delayed import (
-    DelayedHeartbeat,
-    DelayedJoin,
-    DelayedSync,
-    InitialDelayedJoin,
-    join_key,
-    member_key,
-    sync_key,
+from .classic.classic_group import ClassicGroup, JoinResult, SyncResult
+from .classic.classic_group_protocol import ClassicGroupProtocol
+from .coordinator_records import (
+    GROUP_METADATA_TOPIC_NAME,
+    ConsumerRecordKey,
+    CoordinatorRecord,
+    GroupKey,
+    OffsetKey,
+    read_consumer_value,
+    read_group_value,
+    read_key,
+    read_offset_value,
 )
-from .group import ClassicGroup, GroupState, JoinResult, SyncResult, now_ms
-from .group_metadata_manager import GroupMetadataManager
-from .member import MemberMetadata
+from .coordinator_runtime import CoordinatorRuntime
+from .group import now_ms
+from .group_metadata_manager import GroupMetadataManager, classic_group_from_value
+from .modern.consumer_group import ConsumerGroup
+from .modern.consumer_group_protocol import ConsumerGroupProtocol, HeartbeatResult
+from .offset_metadata_manager import OffsetMetadataManager
 
 log = logging.getLogger(__name__)
+E = ErrorCode
 
-NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 # APIs that accept the empty group id (for old clients that commit and describe with it).
 _EMPTY_GROUP_ID_OK = {"OffsetCommit", "OffsetFetch", "DescribeGroups", "DeleteGroups"}
-
-E = ErrorCode
-EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,
-                                              GroupState.COMPLETING_REBALANCE, GroupState.STABLE,
-                                              GroupState.DEAD)
 
 
 @dataclass
@@ -61,42 +62,42 @@ class MemberSummary:
 class GroupCoordinator:
     def __init__(self, config, broker_id: int, replica_manager, metadata_cache, controller, clock=now_ms,
                  offsets_replication_factor: int = 1):
-        cfg = config
+        """``offsets_replication_factor``: what `__consumer_offsets` is created with (a cluster gives
+        offsets.topic.replication.factor; a single node 1)."""
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
         self.clock = clock
-        self.manager = GroupMetadataManager(config, replica_manager, metadata_cache, controller, clock,
-                                            offsets_replication_factor)
-        self.min_session_timeout_ms = cfg["group.min.session.timeout.ms"]
-        self.max_session_timeout_ms = cfg["group.max.session.timeout.ms"]
-        self.initial_rebalance_delay_ms = cfg["group.initial.rebalance.delay.ms"]
-        self.max_group_size = cfg["group.max.size"]
-        self.retention_check_interval_ms = cfg["offsets.retention.check.interval.ms"]
+        self.runtime = CoordinatorRuntime(config, replica_manager, metadata_cache, controller,
+                                          offsets_replication_factor)
+        self.groups = GroupMetadataManager(self.runtime, clock)
+        self.classic = ClassicGroupProtocol(config, broker_id, self.groups, self.validate_group_status)
+        self.consumer = ConsumerGroupProtocol(config, self.groups, self.classic, metadata_cache, clock)
+        self.offsets = OffsetMetadataManager(config, self.runtime, self.groups, self._on_offset_commit, clock)
+        self.retention_check_interval_ms = config["offsets.retention.check.interval.ms"]
         self.active = False
-        self.heartbeat_purgatory: DelayedOperationPurgatory | None = None
-        self.rebalance_purgatory: DelayedOperationPurgatory | None = None
         self._expiration: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------ lifecycle
     async def startup(self) -> None:
-        node = self.broker_id
-        self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", broker_id=node)
-        self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", broker_id=node)
-        self.manager.schedule_load(self._on_group_loaded)
+        self.classic.startup()
         self.active = True
+        for index in self.runtime.led_partitions():
+            self.on_election(index)
         self._schedule_expiration()
 
     async def shutdown(self) -> None:
         self.active = False
         if self._expiration is not None:
             self._expiration.cancel()
-        await self.manager.shutdown()
-        for group in list(self.manager.groups.values()):
-            self._on_group_unloaded(group)
-        self.manager.groups.clear()
-        for purgatory in (self.heartbeat_purgatory, self.rebalance_purgatory):
-            if purgatory is not None:
-                purgatory.shutdown()
+        await self.runtime.shutdown()
+        for group in list(self.groups.groups.values()):
+            self._unload(group)
+        self.groups.groups.clear()
+        self.consumer.shutdown()
+        self.classic.shutdown()
+
+    async def wait_loaded(self) -> None:
+        await self.runtime.wait_loaded()
 
     def _schedule_expiration(self) -> None:
         loop = asyncio.get_running_loop()
@@ -104,27 +105,18 @@ class GroupCoordinator:
 
     def _expire_tick(self) -> None:
         try:
-            self.manager.expire_offsets()
+            self.offsets.expire_offsets()
         except Exception:
             log.exception("offset expiration failed")
         if self.active:
             self._schedule_expiration()
 
     def partition_for(self, group_id: str) -> int:
-        return self.manager.partition_for(group_id)
-
-    def on_election(self, offsets_partition: int, leader_epoch: int = -1) -> None:
-        """This broker became leader of a `__consumer_offsets` partition: load its groups."""
-        if self.active:
-            self.manager.on_election(offsets_partition, self._on_group_loaded)
-
-    def on_resignation(self, offsets_partition: int, leader_epoch: int = -1) -> None:
-        """It stopped leading one: its groups and offsets leave this broker's cache."""
-        self.manager.on_resignation(offsets_partition, self._on_group_unloaded)
+        return self.runtime.partition_for(group_id)
 
     def find_coordinator(self, group_id: str) -> tuple[int, int]:
         """(error, broker id) of the coordinator of ``group_id``: the leader of its offsets partition."""
-        if not self.active or not self.manager.ensure_topic():
+        if not self.active or not self.runtime.ensure_topic():
             return E.COORDINATOR_NOT_AVAILABLE, -1
         state = self.metadata_cache.partition_state(GROUP_METADATA_TOPIC_NAME, self.partition_for(group_id))
         if state is None or state.leader < 0 or not self.metadata_cache.is_alive(state.leader):
@@ -138,580 +130,130 @@ class GroupCoordinator:
             return E.INVALID_GROUP_ID
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE
-        if self.manager.is_group_loading(group_id):
+        if self.runtime.is_group_loading(group_id):
             return E.COORDINATOR_LOAD_IN_PROGRESS
-        if not self.manager.is_group_local(group_id):
+        if not self.runtime.is_group_local(group_id):
             # the topic comes into being on first use; a single node then leads the group's partition
-            if self.manager.topic_exists() or not self.manager.ensure_topic() \
-                    or not self.manager.is_group_local(group_id):
+            if self.runtime.topic_exists() or not self.runtime.ensure_topic() \
+                    or not self.runtime.is_group_local(group_id):
                 return E.NOT_COORDINATOR
         return None
 
-    # ------------------------------------------------------------ JoinGroup
-    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
-        if group.state in (EMPTY, DEAD):
-            return True
-        if group.is_(PREPARING):
-            return ((group.has(member_id) and group.get(member_id).is_awaiting_join)
-                    or group.num_awaiting < self.max_group_size)
-        return group.has(member_id) or group.size < self.max_group_size
-
-    def handle_join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
-                          require_known_member_id: bool, support_skip_assignment: bool, client_id: str,
-                          client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
-                          protocol_type: str, protocols: list[tuple[str, bytes]], callback,
-                          reason: str | None = None) -> None:
-        error = self.validate_group_status(group_id, "JoinGroup")
-        if error is not None:
-            callback(JoinResult(error, member_id))
-            return
-        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
-            callback(JoinResult(E.INVALID_SESSION_TIMEOUT, member_id))
-            return
-        is_unknown = member_id == ""
-        group = self.manager.get_or_create_group(group_id, is_unknown)
-        if group is None:
-            callback(JoinResult(E.UNKNOWN_MEMBER_ID, member_id))
-            return
-        reason = reason or "not provided"
-        if not self._accept_joining_member(group, member_id):
-            group.remove(member_id)
-            callback(JoinResult(E.GROUP_MAX_SIZE_REACHED, ""))
-        elif is_unknown:
-            self._new_member_join(group, group_instance_id, require_known_member_id, support_skip_assignment,
-                                  client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
-                                  protocol_type, protocols, callback, reason)
-        else:
-            self._current_member_join(group, member_id, group_instance_id, client_id, client_host,
-                                      rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                                      callback, reason)
-        if group.is_(PREPARING):
-            self.rebalance_purgatory.check_and_complete(join_key(group.group_id))
-
-    def _new_member_join(self, group, instance_id, require_known_member_id, support_skip_assignment, client_id,
-                         client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                         callback, reason) -> None:
-        if group.is_(DEAD):
-            callback(JoinResult(E.COORDINATOR_NOT_AVAILABLE, ""))
-            return
-        if not group.supports_protocols(protocol_type, {name for name, _ in protocols}):
-            callback(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, ""))
-            return
-        new_member_id = group.generate_member_id(client_id, instance_id)
-        if instance_id is not None:
-            old_member_id = group.current_static_member_id(instance_id)
-            if old_member_id is not None:
-                log.info("static member %s of group %s rejoins in %s: %s replaces %s", instance_id,
-                         group.group_id, group.state, new_member_id, old_member_id)
-                self._update_static_member_and_rebalance(group, old_member_id, new_member_id, instance_id,
-                                                         protocols, rebalance_timeout_ms, session_timeout_ms,
-                                                         callback, reason, support_skip_assignment)
-            else:
-                self._add_member_and_rebalance(group, rebalance_timeout_ms, session_timeout_ms, new_member_id,
-                                               instance_id, client_id, client_host, protocol_type, protocols,
-                                               callback, reason)
-        elif require_known_member_id:
-            # KIP-394: hand out the id first, so a member that times out and retries is not a ghost.
-            group.add_pending_member(new_member_id)
-            self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
-            callback(JoinResult(E.MEMBER_ID_REQUIRED, new_member_id))
-        else:
-            self._add_member_and_rebalance(group, rebalance_timeout_ms, session_timeout_ms, new_member_id, None,
-                                           client_id, client_host, protocol_type, protocols, callback, reason)
-
-    def _validate_current_member(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int | None:
-        if instance_id is not None:
-            current = group.current_static_member_id(instance_id)
-            if current is None:
-                return E.UNKNOWN_MEMBER_ID
-            if current != member_id:
-                return E.FENCED_INSTANCE_ID
-            return None
-        return None if group.has(member_id) else E.UNKNOWN_MEMBER_ID
-
-    def _current_member_join(self, group, member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
-                             session_timeout_ms, protocol_type, protocols, callback, reason) -> None:
-        if group.is_(DEAD):
-            callback(JoinResult(E.COORDINATOR_NOT_AVAILABLE, member_id))
-            return
-        if not group.supports_protocols(protocol_type, {name for name, _ in protocols}):
-            callback(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
-            return
-        if group.is_pending_member(member_id):
-            if instance_id is not None:
-                callback(JoinResult(E.UNKNOWN_MEMBER_ID, member_id))  # a pending member is never static
+    # ------------------------------------------------------------ classic protocol
+    def handle_join_group(self, group_id, member_id, group_instance_id, require_known_member_id,
+                          support_skip_assignment, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
+                          protocol_type, protocols, callback, reason=None) -> None:
+        group = self.groups.get_group(group_id) if self.validate_group_status(group_id, "JoinGroup") is None \
+            else None
+        if isinstance(group, ConsumerGroup):
+            if not self.classic.min_session_timeout_ms <= session_timeout_ms <= self.classic.max_session_timeout_ms:
+                callback(JoinResult(E.INVALID_SESSION_TIMEOUT, member_id))
                 return
-            self._add_member_and_rebalance(group, rebalance_timeout_ms, session_timeout_ms, member_id, None,
-                                           client_id, client_host, protocol_type, protocols, callback, reason)
+            self.consumer.classic_join(group, member_id, group_instance_id, require_known_member_id, client_id,
+                                       client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type,
+                                       protocols, callback)
             return
-        error = self._validate_current_member(group, member_id, instance_id)
-        if error is not None:
-            callback(JoinResult(error, member_id))
+        self.classic.handle_join_group(group_id, member_id, group_instance_id, require_known_member_id,
+                                       support_skip_assignment, client_id, client_host, rebalance_timeout_ms,
+                                       session_timeout_ms, protocol_type, protocols, callback, reason)
+
+    def handle_sync_group(self, group_id, generation_id, member_id, protocol_type, protocol_name, instance_id,
+                          assignments, callback) -> None:
+        group = self.groups.get_group(group_id) if self.validate_group_status(group_id, "SyncGroup") is None \
+            else None
+        if isinstance(group, ConsumerGroup):
+            callback(self.consumer.classic_sync(group, generation_id, member_id, protocol_type, protocol_name,
+                                                instance_id))
             return
-        member = group.get(member_id) if group.state not in (EMPTY, DEAD) else None
-        if group.is_(PREPARING):
-            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
-                                              callback, f"member {member_id} joins during PreparingRebalance")
-        elif group.is_(COMPLETING):
-            if member.matches(protocols):
-                # It probably missed the JoinGroup answer: send the current generation again.
-                callback(self._join_result_for(group, member_id, include_members=group.is_leader(member_id)))
-            else:
-                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                                  session_timeout_ms, callback,
-                                                  f"member {member_id} changed its metadata")
-        elif group.is_(STABLE):
-            if group.is_leader(member_id) or not member.matches(protocols):
-                # A leader rejoins to force a rebalance (e.g. its topics' metadata changed).
-                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                                  session_timeout_ms, callback,
-                                                  f"member {member_id} rejoins a stable group")
-            else:
-                callback(self._join_result_for(group, member_id, include_members=False))
-        else:
-            log.warning("member %s rejoins group %s in unexpected state %s", member_id, group.group_id,
-                        group.state)
-            callback(JoinResult(E.UNKNOWN_MEMBER_ID, member_id))
+        self.classic.handle_sync_group(group_id, generation_id, member_id, protocol_type, protocol_name,
+                                       instance_id, assignments, callback)
 
-    @staticmethod
-    def _join_result_for(group: ClassicGroup, member_id: str, include_members: bool,
-                         leader_id: str | None = None, skip_assignment: bool = False) -> JoinResult:
-        return JoinResult(E.NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name,
-                          group.leader_id if leader_id is None else leader_id, skip_assignment,
-                          group.current_member_metadata() if include_members else [])
-
-    def _add_member_and_rebalance(self, group, rebalance_timeout_ms, session_timeout_ms, member_id, instance_id,
-                                  client_id, client_host, protocol_type, protocols, callback, reason) -> None:
-        member = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
-                                session_timeout_ms, protocol_type, list(protocols))
-        member.is_new = True
-        if group.is_(PREPARING) and group.generation_id == 0:
-            group.new_member_added = True
-        group.add(member, callback)
-        # A new member cannot heartbeat yet; bound its wait so a vanished client does not linger.
-        self._complete_and_schedule_next_expiration(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self._maybe_prepare_rebalance(group, f"adding member {member_id} ({reason})")
-
-    def _update_static_member_and_rebalance(self, group, old_member_id, new_member_id, instance_id, protocols,
-                                            rebalance_timeout_ms, session_timeout_ms, callback, reason,
-                                            support_skip_assignment) -> None:
-        current_leader = group.leader_id
-        member = group.replace_static_member(instance_id, old_member_id, new_member_id)
-        self._complete_and_schedule_next_heartbeat_expiration(group, member)
-        old_protocols = member.supported_protocols
-        old_rebalance, old_session = member.rebalance_timeout_ms, member.session_timeout_ms
-        group.update_member(member, list(protocols), rebalance_timeout_ms, session_timeout_ms, callback)
-        if group.is_(STABLE):
-            if group.protocol_name == group.select_protocol():
-                # KIP-345: the same instance is back; it keeps its assignment without a rebalance.
-                assignment = {mid: m.assignment for mid, m in group.members.items()}
-                self.manager.store_group(group, assignment, lambda error: self._static_member_stored(
-                    group, member, instance_id, old_member_id, new_member_id, old_protocols, old_rebalance,
-                    old_session, current_leader, support_skip_assignment, callback, error))
-            else:
-                self._maybe_prepare_rebalance(group, f"static member {instance_id} changed the group protocol")
-        elif group.is_(COMPLETING):
-            # The leader may already be assigning for the old member id: start over.
-            self._prepare_rebalance(group, f"static member {instance_id} rejoined during CompletingRebalance")
-
-    def _static_member_stored(self, group, member, instance_id, old_member_id, new_member_id, old_protocols,
-                              old_rebalance, old_session, current_leader, support_skip_assignment, callback,
-                              error) -> None:
-        if error != E.NONE:
-            log.warning("group %s: cannot persist static member %s: %s", group.group_id, instance_id, error)
-            group.update_member(member, old_protocols, old_rebalance, old_session, None)
-            old = group.replace_static_member(instance_id, new_member_id, old_member_id)
-            self._complete_and_schedule_next_heartbeat_expiration(group, old)
-            callback(JoinResult(error, "", group.generation_id, group.protocol_type, group.protocol_name,
-                                current_leader or ""))
-        elif support_skip_assignment:
-            # JoinGroup v9: the leader learns it leads, but must not run the assignor now.
-            is_leader = group.is_leader(new_member_id)
-            group.maybe_invoke_join_callback(member, self._join_result_for(
-                group, new_member_id, include_members=is_leader, skip_assignment=is_leader))
-        else:
-            # Older members: answer with the old leader id, so no member thinks it must assign.
-            group.maybe_invoke_join_callback(member, self._join_result_for(
-                group, new_member_id, include_members=False, leader_id=current_leader or ""))
-
-    def _update_member_and_rebalance(self, group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
-                                     callback, reason) -> None:
-        group.update_member(member, list(protocols), rebalance_timeout_ms, session_timeout_ms, callback)
-        self._maybe_prepare_rebalance(group, reason)
-
-    def _maybe_prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
-        if group.can_rebalance():
-            self._prepare_rebalance(group, reason)
-
-    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
-        if group.is_(COMPLETING):
-            self._reset_and_propagate_assignment_error(group, E.REBALANCE_IN_PROGRESS)
-        self._remove_sync_expiration(group)
-        if group.is_(EMPTY):
-            delay = self.initial_rebalance_delay_ms
-            delayed = InitialDelayedJoin(self, self.rebalance_purgatory, group, delay, delay,
-                                         max(group.rebalance_timeout_ms() - delay, 0))
-        else:
-            delayed = DelayedJoin(self, group, group.rebalance_timeout_ms())
-        log.info("preparing to rebalance group %s in state %s with old generation %d (reason: %s)",
-                 group.group_id, group.state, group.generation_id, reason)
-        group.transition_to(PREPARING)
-        self.rebalance_purgatory.try_complete_else_watch(delayed, [join_key(group.group_id)])
-
-    def _remove_member_and_update_group(self, group: ClassicGroup, member: MemberMetadata, reason: str) -> None:
-        # A new member may still wait for its JoinGroup: answer it so a live client rejoins.
-        group.maybe_invoke_join_callback(member, JoinResult(E.UNKNOWN_MEMBER_ID, ""))
-        group.remove(member.member_id)
-        if group.state in (STABLE, COMPLETING):
-            self._maybe_prepare_rebalance(group, reason)
-        elif group.is_(PREPARING):
-            self.rebalance_purgatory.check_and_complete(join_key(group.group_id))
-
-    def _remove_pending_member_and_update_group(self, group: ClassicGroup, member_id: str) -> None:
-        group.remove(member_id)
-        if group.is_(PREPARING):
-            self.rebalance_purgatory.check_and_complete(join_key(group.group_id))
-
-    # -- DelayedJoin callbacks
-    def try_complete_join(self, group: ClassicGroup, force_complete) -> bool:
-        return force_complete() if group.has_all_members_joined() else False
-
-    def on_complete_join(self, group: ClassicGroup) -> None:
-        for member in group.not_yet_rejoined_members():
-            if not member.is_static:
-                log.info("group %s removes member %s, which did not rejoin", group.group_id, member.member_id)
-                group.remove(member.member_id)
-                self._remove_heartbeat_for_leaving_member(group, member.member_id)
-        if group.is_(DEAD):
-            return
-        if not group.maybe_elect_new_joined_leader() and group.members:
-            # Nobody rejoined: wait again until session timeouts remove the silent members.
-            log.error("group %s cannot complete its rebalance: no member rejoined", group.group_id)
-            self.rebalance_purgatory.try_complete_else_watch(
-                DelayedJoin(self, group, group.rebalance_timeout_ms()), [join_key(group.group_id)])
-            return
-        group.init_next_generation()
-        if group.is_(EMPTY):
-            log.info("group %s with generation %d is now empty", group.group_id, group.generation_id)
-            def stored(error):
-                if error != E.NONE:
-                    log.warning("group %s: cannot write its empty metadata: %s", group.group_id, error)
-            self.manager.store_group(group, {}, stored)
-            return
-        log.info("stabilized group %s generation %d (%s) with %d members", group.group_id, group.generation_id,
-                 group.protocol_name, group.size)
-        for member in list(group.members.values()):
-            group.maybe_invoke_join_callback(member, self._join_result_for(
-                group, member.member_id, include_members=group.is_leader(member.member_id)))
-            self._complete_and_schedule_next_heartbeat_expiration(group, member)
-            member.is_new = False
-            group.pending_sync_members.add(member.member_id)
-        self.rebalance_purgatory.try_complete_else_watch(
-            DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms()), [sync_key(group.group_id)])
-
-    # -- DelayedSync callbacks
-    def try_complete_pending_sync(self, group: ClassicGroup, generation_id: int, force_complete) -> bool:
-        if generation_id != group.generation_id or group.state in (DEAD, EMPTY, PREPARING):
-            return force_complete()
-        return force_complete() if not group.pending_sync_members else False
-
-    def on_expire_pending_sync(self, group: ClassicGroup, generation_id: int) -> None:
-        if generation_id != group.generation_id or group.state not in (COMPLETING, STABLE):
-            return
-        if group.pending_sync_members:
-            missing = list(group.pending_sync_members)
-            for member_id in missing:
-                group.remove(member_id)
-                self._remove_heartbeat_for_leaving_member(group, member_id)
-            log.info("group %s removes members that did not sync: %s", group.group_id, missing)
-            self._prepare_rebalance(group, f"members {missing} did not send SyncGroup in time")
-
-    def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
-        group.pending_sync_members.discard(member_id)
-        self.rebalance_purgatory.check_and_complete(sync_key(group.group_id))
-
-    def _remove_sync_expiration(self, group: ClassicGroup) -> None:
-        group.pending_sync_members.clear()
-        self.rebalance_purgatory.check_and_complete(sync_key(group.group_id))
-
-    # ------------------------------------------------------------ SyncGroup
-    def handle_sync_group(self, group_id: str, generation_id: int, member_id: str, protocol_type: str | None,
-                          protocol_name: str | None, instance_id: str | None, assignments: dict[str, bytes],
-                          callback) -> None:
-        error = self.validate_group_status(group_id, "SyncGroup")
-        if error == E.COORDINATOR_LOAD_IN_PROGRESS:
-            # The rebalance state was lost with the old coordinator: the member must rejoin.
-            callback(SyncResult(E.REBALANCE_IN_PROGRESS))
-            return
-        if error is not None:
-            callback(SyncResult(error))
-            return
-        group = self.manager.get_group(group_id)
-        if group is None:
-            callback(SyncResult(E.UNKNOWN_MEMBER_ID))
-            return
-        if group.is_(DEAD):
-            callback(SyncResult(E.COORDINATOR_NOT_AVAILABLE))
-            return
-        error = self._validate_current_member(group, member_id, instance_id)
-        if error is None:
-            if generation_id != group.generation_id:
-                error = E.ILLEGAL_GENERATION
-            elif ((protocol_type is not None and protocol_type != group.protocol_type)
-                  or (protocol_name is not None and protocol_name != group.protocol_name)):
-                error = E.INCONSISTENT_GROUP_PROTOCOL
-        if error is not None:
-            callback(SyncResult(error))
-        elif group.is_(EMPTY):
-            callback(SyncResult(E.UNKNOWN_MEMBER_ID))
-        elif group.is_(PREPARING):
-            callback(SyncResult(E.REBALANCE_IN_PROGRESS))
-        elif group.is_(COMPLETING):
-            group.get(member_id).awaiting_sync = callback
-            self._remove_pending_sync_member(group, member_id)
-            if group.is_leader(member_id):
-                self._complete_rebalance(group, generation_id, member_id, assignments)
-        else:  # Stable: hand back the assignment of this generation
-            self._remove_pending_sync_member(group, member_id)
-            member = group.get(member_id)
-            callback(SyncResult(E.NONE, member.assignment, group.protocol_type, group.protocol_name))
-            self._complete_and_schedule_next_heartbeat_expiration(group, member)
-
-    def _complete_rebalance(self, group: ClassicGroup, generation_id: int, leader_id: str,
-                            assignments: dict[str, bytes]) -> None:
-        assignment = {mid: assignments.get(mid, b"") for mid in group.members}
-        missing = [mid for mid in group.members if mid not in assignments]
-        if missing:
-            log.warning("group %s generation %d: empty assignment for %s", group.group_id, generation_id, missing)
-        log.info("assignment received from leader %s for group %s generation %d", leader_id, group.group_id,
-                 generation_id)
-        self.manager.store_group(group, assignment,
-                                 lambda error: self._assignment_stored(group, generation_id, assignment, error))
-
-    def _assignment_stored(self, group: ClassicGroup, generation_id: int, assignment: dict[str, bytes],
-                           error: int) -> None:
-        if not (group.is_(COMPLETING) and group.generation_id == generation_id):
-            return
-        if error != E.NONE:
-            self._reset_and_propagate_assignment_error(group, error)
-            self._maybe_prepare_rebalance(group, f"error {error} storing the group assignment")
-        else:
-            for member in group.members.values():
-                member.assignment = assignment[member.member_id]
-            self._propagate_assignment(group, E.NONE)
-            group.transition_to(STABLE)
-
-    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error: int) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-        self._propagate_assignment(group, error)
-
-    def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
-        ok = error == E.NONE
-        for member in list(group.members.values()):
-            result = SyncResult(error, member.assignment, group.protocol_type if ok else None,
-                                group.protocol_name if ok else None)
-            if group.maybe_invoke_sync_callback(member, result):
-                # A session may have expired while we waited for the leader: start it afresh.
-                self._complete_and_schedule_next_heartbeat_expiration(group, member)
-
-    # ------------------------------------------------------------ Heartbeat and sessions
     def handle_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
-        error = self.validate_group_status(group_id, "Heartbeat")
-        if error == E.COORDINATOR_LOAD_IN_PROGRESS:
-            return E.NONE       # the group is loading: answer blindly, as Kafka does
-        if error is not None:
-            return error
-        group = self.manager.get_group(group_id)
-        if group is None:
-            return E.UNKNOWN_MEMBER_ID
-        if group.is_(DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_current_member(group, member_id, instance_id)
-        if error is not None:
-            return error
-        if generation_id != group.generation_id:
-            return E.ILLEGAL_GENERATION
-        if group.is_(EMPTY):
-            return E.UNKNOWN_MEMBER_ID
-        self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
-        return E.REBALANCE_IN_PROGRESS if group.is_(PREPARING) else E.NONE
+        group = self.groups.get_group(group_id) if self.validate_group_status(group_id, "Heartbeat") is None \
+            else None
+        if isinstance(group, ConsumerGroup):
+            return self.consumer.classic_heartbeat(group, member_id, instance_id, generation_id)
+        return self.classic.handle_heartbeat(group_id, member_id, instance_id, generation_id)
 
-    def _complete_and_schedule_next_heartbeat_expiration(self, group: ClassicGroup, member: MemberMetadata) -> None:
-        self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
+    def handle_leave_group(self, group_id: str, leaving: list) -> tuple[int, list]:
+        group = self.groups.get_group(group_id) if self.validate_group_status(group_id, "LeaveGroup") is None \
+            else None
+        if isinstance(group, ConsumerGroup):
+            return E.NONE, self.consumer.classic_leave(group, leaving)
+        return self.classic.handle_leave_group(group_id, leaving)
 
-    def _complete_and_schedule_next_expiration(self, group: ClassicGroup, member: MemberMetadata,
-                                               timeout_ms: int) -> None:
-        key = member_key(group.group_id, member.member_id)
-        member.heartbeat_satisfied = True
-        self.heartbeat_purgatory.check_and_complete(key)
-        member.heartbeat_satisfied = False
-        self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member.member_id, False, timeout_ms), [key])
-
-    def _add_pending_member_expiration(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
-        self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member_id, True, timeout_ms), [member_key(group.group_id, member_id)])
-
-    def _remove_heartbeat_for_leaving_member(self, group: ClassicGroup, member_id: str) -> None:
-        self.heartbeat_purgatory.check_and_complete(member_key(group.group_id, member_id))
-
-    def try_complete_heartbeat(self, group: ClassicGroup, member_id: str, is_pending: bool, force_complete) -> bool:
-        if group.is_(DEAD):
-            return force_complete()
-        if is_pending:
-            return force_complete() if group.has(member_id) else False
-        member = group.members.get(member_id)
-        if member is None or member.has_satisfied_heartbeat():
-            return force_complete()
-        return False
-
-    def on_expire_heartbeat(self, group: ClassicGroup, member_id: str, is_pending: bool) -> None:
-        if group.is_(DEAD):
+    # ------------------------------------------------------------ consumer protocol
+    def handle_consumer_group_heartbeat(self, api_version: int, group_id: str, member_id: str, member_epoch: int,
+                                        instance_id, rack_id, rebalance_timeout_ms, subscribed_topic_names,
+                                        subscribed_topic_regex, server_assignor, owned, client_id: str,
+                                        client_host: str, callback) -> None:
+        error = self.validate_group_status(group_id, "ConsumerGroupHeartbeat")
+        if error is not None and error != E.INVALID_GROUP_ID:
+            callback(HeartbeatResult(error, None, member_id or None, member_epoch))
             return
-        if is_pending:
-            log.info("pending member %s of group %s expired", member_id, group.group_id)
-            self._remove_pending_member_and_update_group(group, member_id)
-            return
-        member = group.members.get(member_id)
-        if member is not None and not member.has_satisfied_heartbeat():
-            log.info("member %s of group %s failed (session timeout), removing it", member_id, group.group_id)
-            self._remove_member_and_update_group(group, member, f"member {member_id} session expired")
+        self.consumer.heartbeat(api_version, group_id or "", member_id, member_epoch, instance_id, rack_id,
+                                rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
+                                server_assignor, owned, client_id, client_host, callback)
 
-    # ------------------------------------------------------------ LeaveGroup
-    def handle_leave_group(self, group_id: str, leaving: list[tuple[str, str | None, str | None]]
-                           ) -> tuple[int, list[tuple[str, str | None, int]]]:
-        """`leaving` is (member_id, group_instance_id, reason) per member; returns the top-level
-        error and (member_id, group_instance_id, error) per member."""
-        error = self.validate_group_status(group_id, "LeaveGroup")
+    def handle_consumer_group_describe(self, group_id: str) -> tuple[int, str | None, ConsumerGroup | None]:
+        """(error, message, group)."""
+        error = self.validate_group_status(group_id, "ConsumerGroupDescribe")
         if error is not None:
-            return error, []
-        group = self.manager.get_group(group_id)
-        if group is None:
-            return E.NONE, [(m, i, E.UNKNOWN_MEMBER_ID) for m, i, _ in leaving]
-        if group.is_(DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE, []
-        out = []
-        for member_id, instance_id, reason in leaving:
-            if member_id == "":
-                # The admin API removes static members by instance id alone.
-                current = group.current_static_member_id(instance_id) if instance_id is not None else None
-                if current is None:
-                    out.append((member_id, instance_id, E.UNKNOWN_MEMBER_ID))
-                    continue
-                self._remove_current_member(group, current, reason)
-                out.append((member_id, instance_id, E.NONE))
-            elif group.is_pending_member(member_id):
-                self._remove_pending_member_and_update_group(group, member_id)
-                self.heartbeat_purgatory.check_and_complete(member_key(group_id, member_id))
-                out.append((member_id, instance_id, E.NONE))
-            else:
-                error = self._validate_current_member(group, member_id, instance_id)
-                if error is None:
-                    self._remove_current_member(group, member_id, reason)
-                out.append((member_id, instance_id, error or E.NONE))
-        return E.NONE, out
+            return error, None, None
+        group = self.groups.get_group(group_id)
+        if group is None or group.is_dead:
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.", None
+        if not isinstance(group, ConsumerGroup):
+            return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.", None
+        return E.NONE, None, group
 
-    def _remove_current_member(self, group: ClassicGroup, member_id: str, reason: str | None) -> None:
-        member = group.get(member_id)
-        log.info("member %s leaves group %s (reason: %s)", member_id, group.group_id, reason or "not provided")
-        self._remove_member_and_update_group(group, member, f"member {member_id} left")
-        self._remove_heartbeat_for_leaving_member(group, member_id)
+    def assignor_name(self, group: ConsumerGroup) -> str:
+        return self.consumer.preferred_assignor(group)
+
+    def on_topics_changed(self, topics: set[str]) -> None:
+        """The MetadataCache saw topics created, deleted or given partitions."""
+        if self.active:
+            self.consumer.on_metadata_change(topics)
 
     # ------------------------------------------------------------ offsets
-    def handle_commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
-                              offsets: dict[tuple[str, int], OffsetAndMetadata], api_version: int, callback) -> None:
+    def handle_commit_offsets(self, group_id, member_id, instance_id, generation_id, offsets, api_version,
+                              callback) -> None:
         """Commit, then ``callback({(topic, partition): error})`` once the commit is durable (acks=-1)."""
-        errors = self._commit_offsets(group_id, member_id, instance_id, generation_id, offsets, api_version,
-                                      callback)
-        if errors is not None:
-            callback(errors)
-
-    def _commit_offsets(self, group_id, member_id, instance_id, generation_id, offsets, api_version, callback):
-        def all_(code):
-            return {tp: code for tp in offsets}
-
         error = self.validate_group_status(group_id, "OffsetCommit")
         if error is not None:
-            return all_(error)
-        group = self.manager.get_group(group_id)
-        if group is None:
-            if generation_id >= 0:
-                return all_(E.GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION)
-            # No group management: a "simple" group that only stores offsets.
-            log.info("creating simple consumer group %s via manual offset commit", group_id)
-            group = self.manager.add_group(ClassicGroup(group_id))
-        error = self._validate_offset_commit(group, member_id, instance_id, generation_id)
-        if error is not None:
-            return all_(error)
-        if group.state in (STABLE, PREPARING):
-            # A commit proves the member alive, like a heartbeat.
-            self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
-        self.manager.store_offsets(group, offsets, callback)
-        return None
+            callback({tp: error for tp in offsets})
+            return
+        self.offsets.commit_offsets(group_id, member_id, instance_id, generation_id, offsets, api_version, callback)
+
+    def _on_offset_commit(self, group, member_id: str) -> None:
+        if isinstance(group, ClassicGroup):
+            self.classic.on_offset_commit(group, member_id)
 
     def handle_txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
-                                  instance_id: str | None, generation_id: int,
-                                  offsets: dict[tuple[str, int], OffsetAndMetadata], callback) -> None:
+                                  instance_id: str | None, generation_id: int, offsets, callback) -> None:
         """TxnOffsetCommit: the offsets are written now and count when the transaction commits."""
-        def all_(code):
-            callback({tp: code for tp in offsets})
-
         error = self.validate_group_status(group_id, "TxnOffsetCommit")
         if error is not None:
-            return all_(error)
-        group = self.manager.get_group(group_id)
-        if group is None:
-            if generation_id >= 0:
-                return all_(E.ILLEGAL_GENERATION)
-            group = self.manager.add_group(ClassicGroup(group_id))
-        error = self._validate_offset_commit(group, member_id, instance_id, generation_id, transactional=True)
-        if error is not None:
-            return all_(error)
-        self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets, callback)
+            callback({tp: error for tp in offsets})
+            return
+        self.offsets.commit_txn_offsets(group_id, producer_id, producer_epoch, member_id, instance_id,
+                                        generation_id, offsets, callback)
 
     def on_transaction_completed(self, producer_id: int, offsets_partitions, committed: bool) -> None:
         """WriteTxnMarkers wrote a marker to these `__consumer_offsets` partitions (Kafka's
         onTransactionCompleted): the producer's pending offsets there become committed or vanish."""
-        self.manager.complete_txn(producer_id, offsets_partitions, committed)
+        self.offsets.complete_txn(producer_id, offsets_partitions, committed)
 
     def unstable_partitions(self, group_id: str, partitions) -> set[tuple[str, int]]:
         """Of ``partitions``, those with a transactional commit still waiting for its marker."""
-        group = self.manager.get_group(group_id)
-        if group is None or not group.pending_txn_offsets:
-            return set()
-        return {tp for tp in partitions if group.has_pending_offset_commits(tp)}
+        return self.offsets.unstable_partitions(group_id, partitions)
 
-    def _validate_offset_commit(self, group: ClassicGroup, member_id: str, instance_id: str | None,
-                                generation_id: int, transactional: bool = False) -> int | None:
-        if group.is_(DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.is_(EMPTY):
-            return None     # the admin client or a consumer without group management
-        if generation_id >= 0 or member_id != "" or instance_id is not None:
-            error = self._validate_current_member(group, member_id, instance_id)
-            if error is not None:
-                return error
-            if generation_id != group.generation_id:
-                return E.ILLEGAL_GENERATION
-        elif not transactional and not group.is_(EMPTY):
-            return E.UNKNOWN_MEMBER_ID      # only members commit for a group that has some
-        if group.is_(COMPLETING) and not transactional:
-            return E.REBALANCE_IN_PROGRESS
-        return None
-
-    def handle_fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None, require_stable: bool
-                             ) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None]]]:
-        """(group error, [(topic, partition, committed or None)]); `partitions` None means all of them."""
+    def handle_fetch_offsets(self, group_id: str, partitions, require_stable: bool, member_id: str | None = None,
+                             member_epoch: int = -1):
         error = self.validate_group_status(group_id, "OffsetFetch")
         if error is not None:
             return error, []
-        group = self.manager.get_group(group_id)
-        if group is None or group.is_(DEAD):
-            return E.NONE, [(t, p, None) for t, p in partitions or ()]
-        if partitions is None:
-            return E.NONE, [(t, p, o) for (t, p), o in group.offsets.items()]
-        return E.NONE, [(t, p, group.offsets.get((t, p))) for t, p in partitions]
+        return self.offsets.fetch_offsets(group_id, partitions, member_id, member_epoch)
 
     def on_topic_deleted(self, topic: str, partitions: int) -> None:
         if self.active:
@@ -719,34 +261,31 @@ class GroupCoordinator:
 
     def handle_deleted_partitions(self, partitions: list[tuple[str, int]]) -> int:
         """A topic was deleted: forget the offsets every group committed for it."""
-        partitions = [tp for tp in partitions if tp[0] != GROUP_METADATA_TOPIC_NAME]
-        if not partitions:
-            return 0
-        return self.manager.cleanup_group_metadata(list(self.manager.groups.values()),
-                                                   lambda g: g.remove_offsets(partitions))
+        return self.offsets.on_partitions_deleted(partitions)
+
+    def handle_delete_offsets(self, group_id: str, partitions):
+        error = self.validate_group_status(group_id, "OffsetDelete")
+        if error is not None:
+            return error, {}
+        return self.offsets.delete_offsets(group_id, partitions)
 
     # ------------------------------------------------------------ admin
-    def handle_list_groups(self, states: list[str] | None, types: list[str] | None
-                           ) -> tuple[int, list[tuple[str, str, str, str]]]:
+    def handle_list_groups(self, states, types) -> tuple[int, list[tuple[str, str, str, str]]]:
         """(error, [(group_id, protocol_type, state, group_type)])."""
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE, []
-        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.manager.is_loading else E.NONE
-        if types and "classic" not in {t.lower() for t in types}:
-            return error, []
-        wanted = {s.lower() for s in states or ()}
-        return error, [(g.group_id, g.protocol_type or "", g.state.value, "classic")
-                       for g in self.manager.groups.values() if not wanted or g.in_states(wanted)]
+        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.runtime.is_loading else E.NONE
+        return error, self.groups.list_groups(states, types)
 
     def handle_describe_group(self, group_id: str) -> tuple[int, GroupSummary | None]:
-        """(error, summary); the summary is None when the group does not exist."""
+        """(error, summary); the summary is None when the group does not exist (or is not classic)."""
         error = self.validate_group_status(group_id, "DescribeGroups")
         if error is not None:
             return error, GroupSummary("")
-        group = self.manager.get_group(group_id)
+        group = self.groups.classic_group(group_id)
         if group is None:
             return E.NONE, None
-        if group.is_(STABLE):
+        if group.is_(group.state.STABLE):
             protocol = group.protocol_name
             members = [MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                      m.metadata(protocol), m.assignment) for m in group.members.values()]
@@ -755,62 +294,94 @@ class GroupCoordinator:
                    for m in group.members.values()]
         return E.NONE, GroupSummary(group.state.value, group.protocol_type or "", "", members)
 
+    def not_found_message(self, group_id: str) -> str:
+        """Why DescribeGroups (v6+) finds no classic group of this id, in Kafka's words."""
+        if self.groups.consumer_group(group_id) is not None:
+            return f"Group {group_id} is not a classic group."
+        return f"Group {group_id} not found."
+
     def handle_delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         errors: dict[str, int] = {}
-        eligible = []
         for group_id in group_ids:
             error = self.validate_group_status(group_id, "DeleteGroups")
             if error is not None:
                 errors[group_id] = error
                 continue
-            group = self.manager.get_group(group_id)
-            if group is None or group.is_(DEAD):
+            group = self.groups.get_group(group_id)
+            if group is None:
                 errors[group_id] = E.GROUP_ID_NOT_FOUND
-            elif group.is_(EMPTY):
-                group.transition_to(DEAD)
-                eligible.append(group)
-            else:
-                errors[group_id] = E.NON_EMPTY_GROUP
-        if eligible:
-            removed = self.manager.cleanup_group_metadata(eligible, lambda g: g.remove_all_offsets())
-            log.info("deleted groups %s (%d offsets)", [g.group_id for g in eligible], removed)
-            errors.update((g.group_id, E.NONE) for g in eligible)
+                continue
+            error = group.validate_delete_group()
+            if error is not None:
+                errors[group_id] = error
+                continue
+            records: list = []
+            removed = self.offsets.delete_all_offsets(group_id, records)
+            records.extend(r.encode() if isinstance(r, CoordinatorRecord) else r for r in self.groups.tombstones(group))
+            self.groups.remove(group_id)
+            if records and self.runtime.topic_exists():
+                self.runtime.append(group_id, records, lambda error: None)
+            log.info("deleted group %s (%d offsets)", group_id, removed)
+            errors[group_id] = E.NONE
         return errors
 
-    def handle_delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
-                              ) -> tuple[int, dict[tuple[str, int], int]]:
-        error = self.validate_group_status(group_id, "OffsetDelete")
-        if error is not None:
-            return error, {}
-        group = self.manager.get_group(group_id)
-        if group is None or group.is_(DEAD):
-            return E.GROUP_ID_NOT_FOUND, {}
-        if group.is_(EMPTY):
-            eligible, errors = list(partitions), {}
-        elif group.is_consumer_group:
-            eligible = [tp for tp in partitions if not group.is_subscribed_to_topic(tp[0])]
-            errors = {tp: E.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if group.is_subscribed_to_topic(tp[0])}
+    # ------------------------------------------------------------ loading and unloading
+    def on_election(self, index: int, leader_epoch: int = -1):
+        """This broker leads `__consumer_offsets` partition `index` (from LeaderAndIsr, at this leader epoch;
+        -1: unknown): load its groups and offsets. Returns the load's task, None if nothing is to load."""
+        if not self.active:
+            return None
+        return self.runtime.on_election(index, self._replay_partition, leader_epoch)
+
+    def on_resignation(self, index: int, leader_epoch: int = -1) -> None:
+        """This broker no longer leads partition `index`: drop its groups and offsets from memory (classic
+        and consumer groups alike; the new leader loads them). A resignation older than the election that
+        loaded the partition is ignored."""
+        if not self.runtime.on_resignation(index, leader_epoch):
+            return
+        for group in self.groups.groups_of_partition(index):
+            self._unload(group)
+            self.groups.remove(group.group_id)      # marks it dead: requests still holding it stop
+        held = set(self.offsets.offsets).union(*self.offsets.pending.values())
+        self.offsets.unload([g for g in held if self.partition_for(g) == index])
+
+    def _replay_partition(self, index: int, records, pending=None) -> None:
+        touched: set[str] = set()
+        for producer_id, open_records in (pending or {}).items():
+            for key_bytes, value in open_records:
+                key = read_key(key_bytes)
+                if isinstance(key, OffsetKey):      # only offsets are ever written in a transaction
+                    self.offsets.replay_pending(producer_id, key.group, key.topic, key.partition,
+                                                None if value is None else read_offset_value(value))
+                    touched.add(key.group)
+        for key_bytes, value in records:
+            key = read_key(key_bytes)
+            if isinstance(key, OffsetKey):
+                self.offsets.replay(key.group, key.topic, key.partition, read_offset_value(value))
+                touched.add(key.group)
+            elif isinstance(key, GroupKey):
+                self.groups.put(classic_group_from_value(key.group, *read_group_value(value), clock=self.clock))
+                touched.add(key.group)
+            elif isinstance(key, ConsumerRecordKey):
+                self.groups.replay(CoordinatorRecord(key.type, key.group, key.sub,
+                                                     read_consumer_value(key.type, value)))
+                touched.add(key.group)
+        for group_id in touched:
+            # Offsets without group metadata: a "simple" group, as Kafka recreates it.
+            group = self.groups.get_group(group_id) or self.groups.get_or_maybe_create_classic_group(group_id, True)
+            if isinstance(group, ConsumerGroup):
+                group.metadata_refresh_needed = True
+                self.consumer.on_group_loaded(group)
+            else:
+                self.classic.on_group_loaded(group)
+        if touched:
+            log.info("loaded %d groups from %s-%d", len(touched), GROUP_METADATA_TOPIC_NAME, index)
+
+    def _unload(self, group) -> None:
+        if isinstance(group, ConsumerGroup):
+            self.consumer.on_group_unloaded(group)
         else:
-            return E.NON_EMPTY_GROUP, {}
-        if eligible:
-            self.manager.cleanup_group_metadata([group], lambda g: g.remove_offsets(eligible))
-            errors.update((tp, E.NONE) for tp in eligible)
-        return E.NONE, errors
+            self.classic.on_group_unloaded(group)
 
-    # ------------------------------------------------------------ loading
-    def _on_group_loaded(self, group: ClassicGroup) -> None:
-        log.info("loaded group %s generation %d (%s)", group.group_id, group.generation_id, group.state)
-        if group.size > self.max_group_size:
-            self._prepare_rebalance(group, "freshly loaded group is over capacity")
-        for member in list(group.members.values()):
-            self._complete_and_schedule_next_heartbeat_expiration(group, member)
 
-    def _on_group_unloaded(self, group: ClassicGroup) -> None:
-        previous = group.state
-        group.transition_to(DEAD)
-        if previous is PREPARING:
-            for member in list(group.members.values()):
-                group.maybe_invoke_join_callback(member, JoinResult(E.NOT_COORDINATOR, member.member_id))
-        elif previous in (STABLE, COMPLETING):
-            for member in list(group.members.values()):
-                group.maybe_invoke_sync_callback(member, SyncResult(E.NOT_COORDINATOR))
+__all__ = ["GroupCoordinator", "GroupSummary", "MemberSummary", "SyncResult"]

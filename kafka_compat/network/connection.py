@@ -149,7 +149,21 @@ class Connection(asyncio.BufferedProtocol):
         self.closed = True              # nothing more is read, answered or written
         self.queue.clear()
         self.transport.pause_reading()
-        asyncio.get_running_loop().call_later(delay, self.transport.close)
+        asyncio.get_running_loop().call_later(delay, self._discard_unread_and_close)
+
+    def _discard_unread_and_close(self) -> None:
+        """Close after dropping what the peer sent and we will never read: a close over unread bytes sends
+        a RST, and a RST makes the peer's TCP stack throw away the answer it has not read yet (the error
+        that says why we close)."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                for _ in range(64):             # bounded: a peer that keeps sending gets its RST
+                    if not os.read(sock.fileno(), 65536):
+                        break
+            except OSError:                     # BlockingIOError: nothing more buffered
+                pass
+        self.transport.close()
 
     # -- the in-order pipeline
     def pump(self) -> None:

@@ -61,6 +61,7 @@ from .alter_partition_manager import AlterPartitionManager
 from .api_versions import ApiVersionsApi
 from .auth_helper import AuthHelper
 from .configs import ConfigsApi
+from .consumer_groups import ConsumerGroupsApi
 from .control_requests import ControlRequestsApi
 from .create_topics import CreateTopicsApi
 from .delete_topics import DeleteTopicsApi
@@ -97,15 +98,22 @@ __all__ = ["Broker", "BrokerStartError", "ClusterLinks", "HANDLER_CLASSES", "adv
 
 # Every request handler class of a single node; ApiVersions advertises exactly what their methods register.
 HANDLER_CLASSES = (ApiVersionsApi, ProduceApi, FetchApi, OffsetsApi, MetadataApi, InitProducerIdApi,
-                   FindCoordinatorApi, GroupsApi, CreateTopicsApi, DeleteTopicsApi, DescribeClusterApi,
-                   DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi, ElectLeadersApi, ConfigsApi,
-                   SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
+                   FindCoordinatorApi, GroupsApi, ConsumerGroupsApi, CreateTopicsApi, DeleteTopicsApi,
+                   DescribeClusterApi, DescribeLogDirsApi, DescribeProducersApi, DescribeTopicPartitionsApi,
+                   ElectLeadersApi, ConfigsApi, SaslApis, AclApis, ScramApis, TransactionsApi, WriteTxnMarkersApi)
 CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION = 7, 3
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def advertised_api_versions() -> dict[int, tuple[int, int]]:
-    return supported_versions(HANDLER_CLASSES)
+def enabled_handler_classes(config=None) -> tuple:
+    """The handler classes this configuration serves: the KIP-848 APIs only with the consumer protocol on."""
+    if config is None or "consumer" in config["group.coordinator.rebalance.protocols"]:
+        return HANDLER_CLASSES
+    return tuple(c for c in HANDLER_CLASSES if c is not ConsumerGroupsApi)
+
+
+def advertised_api_versions(config=None) -> dict[int, tuple[int, int]]:
+    return supported_versions(enabled_handler_classes(config))
 
 
 @dataclass(frozen=True)
@@ -264,6 +272,8 @@ class Broker:
                                                   self.controller)
         # Kafka forgets the offsets groups committed for a deleted topic's partitions.
         self.controller.on_topic_deleted.append(self.group_coordinator.on_topic_deleted)
+        # Consumer groups reassign when their topics appear, go or grow.
+        self.metadata_cache.add_topic_listener(self.group_coordinator.on_topics_changed)
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(LocalProducerIdBlocks(self.log_dirs[0]))
         await self._start_transactions(elect_locally=True)
@@ -348,6 +358,8 @@ class Broker:
         self.group_coordinator = GroupCoordinator(cfg, self.broker_id, self.replica_manager, self.metadata_cache,
                                                   self.controller,
                                                   offsets_replication_factor=cfg["offsets.topic.replication.factor"])
+        # Consumer groups reassign when their topics appear, go or grow (UpdateMetadata feeds the cache here).
+        self.metadata_cache.add_topic_listener(self.group_coordinator.on_topics_changed)
         await self.group_coordinator.startup()
         self.producer_ids = ProducerIdManager(self._zk_producer_id_block)
         # HOOK(txn): a cluster's transaction coordinator is not moved with __transaction_state leadership yet
@@ -410,8 +422,8 @@ class Broker:
     def _handlers(self) -> list:
         cfg, cache, rm, controller = self.config, self.metadata_cache, self.replica_manager, self.controller
         auth = AuthHelper(self.authorizer)
-        return [
-            ApiVersionsApi(advertised_api_versions()),
+        handlers = [
+            ApiVersionsApi(advertised_api_versions(cfg)),
             ProduceApi(rm, cache, auth, self.txn_coordinator.handle_verify_partitions
                        if cfg["transaction.partition.verification.enable"] else None),
             FetchApi(rm, cache, auth),
@@ -428,12 +440,15 @@ class Broker:
             DescribeTopicPartitionsApi(cache, cfg, auth),
             ElectLeadersApi(cache, auth),
             ConfigsApi(self.broker_id, cache, cfg, controller, auth),
+            ConsumerGroupsApi(self.group_coordinator, cache, auth),
             SaslApis(),
             AclApis(auth),
             ScramApis(self.security_stores.credentials, auth),
             TransactionsApi(self.txn_coordinator, cache, auth),
             self.txn_marker_writer,
         ]
+        enabled = enabled_handler_classes(cfg)
+        return [h for h in handlers if type(h) in enabled]
 
     def _metadata_listeners(self) -> list:
         hook = getattr(self.controller, "try_complete_delayed_topic_operations", None)

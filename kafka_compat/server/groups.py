@@ -1,4 +1,4 @@
-"""Group APIs: FindCoordinator, the classic membership protocol, offsets and group admin.
+"""Group APIs: the classic membership protocol, offsets and group admin, for both kinds of group.
 
 Thin on purpose: each handler turns its request (whatever the version) into a
 call on `broker.group_coordinator` and the result into the response that
@@ -249,17 +249,19 @@ class GroupsApi:
             topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=t.name, partitions=parts))
         return TxnOffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
-    def _fetch_group(self, request, group_id: str, topics, require_stable: bool, v: int):
+    def _fetch_group(self, request, group_id: str, topics, require_stable: bool, v: int,
+                     member_id: str | None = None, member_epoch: int = -1):
         """One group's OffsetFetch answer: (error, [(name, topic_id, [(partition, offset-or-None, error)])]).
 
         DESCRIBE on the group, then on each topic: a named topic the caller may not describe answers
-        TOPIC_AUTHORIZATION_FAILED, one found by asking for all of the group's offsets is left out."""
+        TOPIC_AUTHORIZATION_FAILED, one found by asking for all of the group's offsets is left out.
+        From v9 a consumer-group member names itself: its epoch is checked (STALE_MEMBER_EPOCH)."""
         coordinator = self.group_coordinator
         auth = self.auth
         if not auth.authorize(request, DESCRIBE, GROUP, group_id):
             return E.GROUP_AUTHORIZATION_FAILED, []
         if topics is None:
-            error, found = coordinator.handle_fetch_offsets(group_id, None, require_stable)
+            error, found = coordinator.handle_fetch_offsets(group_id, None, require_stable, member_id, member_epoch)
             unstable = coordinator.unstable_partitions(group_id, [(t, p) for t, p, _ in found]) \
                 if require_stable and not error else ()
             by_name: dict[str, list] = {}
@@ -286,7 +288,7 @@ class GroupsApi:
             resolved.append((t, name, terr))
             if not terr:
                 wanted.extend((name, p) for p in t.partition_indexes)
-        error, found = coordinator.handle_fetch_offsets(group_id, wanted, require_stable)
+        error, found = coordinator.handle_fetch_offsets(group_id, wanted, require_stable, member_id, member_epoch)
         committed = {(t, p): o for t, p, o in found}
         unstable = coordinator.unstable_partitions(group_id, wanted) if require_stable and not error else ()
         out = []
@@ -303,7 +305,8 @@ class GroupsApi:
         if v >= 8:
             groups = []
             for g in req.groups:
-                error, topics = self._fetch_group(request, g.group_id, g.topics, req.require_stable, v)
+                error, topics = self._fetch_group(request, g.group_id, g.topics, req.require_stable, v,
+                                                  g.member_id if v >= 9 else None, g.member_epoch if v >= 9 else -1)
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id, error_code=error, topics=[] if error else [
                         OffsetFetchResponse.OffsetFetchResponseTopics(name=name, topic_id=tid, partitions=[
@@ -383,7 +386,8 @@ class GroupsApi:
                 # Kafka answers "Dead" for an unknown group, and GROUP_ID_NOT_FOUND from v6.
                 if v >= 6:
                     out.append(DescribeGroupsResponse.DescribedGroup(
-                        error_code=E.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.",
+                        error_code=E.GROUP_ID_NOT_FOUND,
+                        error_message=self.group_coordinator.not_found_message(group_id),
                         group_id=group_id, group_state="Dead"))
                 else:
                     out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, group_state="Dead"))

@@ -43,6 +43,7 @@ from ..configdef import (
     DictView,
     Importance,
     Password,
+    ValidList,
     ValidString,
     at_least,
     convert_to_string,
@@ -260,6 +261,26 @@ BROKER_CONFIG_DEF = (
     .define("group.initial.rebalance.delay.ms", INT, 3000, None, MEDIUM,
             "Wait for more members before the first rebalance.")
     .define("group.max.size", INT, INT_MAX, at_least(1), MEDIUM, "Most members in one group.")
+    .define("group.coordinator.rebalance.protocols", LIST, "classic,consumer", ValidList("classic", "consumer"),
+            MEDIUM, "Rebalance protocols served; with \"consumer\" the KIP-848 APIs (68, 69) are advertised.")
+    .define("group.consumer.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
+            "How long a consumer-protocol member may go without heartbeating.")
+    .define("group.consumer.min.session.timeout.ms", INT, 45000, at_least(1), MEDIUM,
+            "Smallest group.consumer.session.timeout.ms allowed.")
+    .define("group.consumer.max.session.timeout.ms", INT, 60000, at_least(1), MEDIUM,
+            "Largest group.consumer.session.timeout.ms allowed.")
+    .define("group.consumer.heartbeat.interval.ms", INT, 5000, at_least(1), MEDIUM,
+            "How often consumer-protocol members heartbeat (the broker tells them).")
+    .define("group.consumer.min.heartbeat.interval.ms", INT, 5000, at_least(1), MEDIUM,
+            "Smallest group.consumer.heartbeat.interval.ms allowed.")
+    .define("group.consumer.max.heartbeat.interval.ms", INT, 15000, at_least(1), MEDIUM,
+            "Largest group.consumer.heartbeat.interval.ms allowed.")
+    .define("group.consumer.max.size", INT, INT_MAX, at_least(1), MEDIUM, "Most members in one consumer group.")
+    .define("group.consumer.assignors", LIST, "uniform,range", ValidList("uniform", "range"), MEDIUM,
+            "Server-side assignors of consumer groups; the first is the default.")
+    .define("group.consumer.migration.policy", STRING, "bidirectional",
+            ValidString("disabled", "upgrade", "downgrade", "bidirectional"), MEDIUM,
+            "Which online conversions between classic and consumer groups are allowed.")
     .define("offset.metadata.max.bytes", INT, 4096, None, HIGH, "Largest metadata string of a committed offset.")
     .define("offsets.load.buffer.size", INT, 5 * 1024 * 1024, at_least(1), HIGH, "Read size when loading offsets.")
     .define("offsets.topic.replication.factor", SHORT, 3, at_least(1), HIGH,
@@ -527,6 +548,12 @@ class BrokerConfig(DictView):
             if self["replica.fetch.wait.max.ms"] > self[name]:
                 raise ConfigError("replica.fetch.wait.max.ms", self["replica.fetch.wait.max.ms"],
                                   f"must not exceed {name}")
+        for what in ("session.timeout", "heartbeat.interval"):
+            lo, value, hi = (self[f"group.consumer.{m}{what}.ms"] for m in ("min.", "", "max."))
+            if not lo <= value <= hi:
+                raise ConfigError(f"group.consumer.{what}.ms", value,
+                                  f"must be between group.consumer.min.{what}.ms ({lo}) and "
+                                  f"group.consumer.max.{what}.ms ({hi})")
         protocol_map = self.listener_security_protocol_map
         listeners = parse_listeners("listeners", self["listeners"], protocol_map)
         if self["advertised.listeners"] is not None:

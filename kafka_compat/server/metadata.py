@@ -112,7 +112,9 @@ class MetadataApi:
             allow_create = self.config["auto.create.topics.enable"] and (v < 4 or req.allow_auto_topic_creation)
             wanted = []
             for t in req.topics:
-                if t.name is None:
+                # By id: a null name, or (the Java client 4.x, for broker-side regex subscriptions)
+                # an empty name beside a topic id.
+                if t.name is None or (not t.name and t.topic_id != ZERO_UUID):
                     topic = cache.topic_by_id(t.topic_id)
                     if topic is None:
                         wanted.append(self._error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, t.topic_id))

@@ -8,12 +8,15 @@ node, by the local controller; handlers cannot tell the two apart.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..protocol.primitives import ZERO_UUID
 
 NO_LEADER = -1
 LEADER_DURING_DELETE = -2
+log = logging.getLogger(__name__)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -80,6 +83,19 @@ class MetadataCache:
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.by_id: dict[bytes, TopicMetadata] = {}
+        self._topic_listeners: list[Callable[[set[str]], None]] = []
+
+    def add_topic_listener(self, listener: Callable[[set[str]], None]) -> None:
+        """``listener(topic names)`` after topics are created, deleted or change partition count
+        (consumer groups recompute their assignments from that)."""
+        self._topic_listeners.append(listener)
+
+    def _topics_changed(self, names: set[str]) -> None:
+        for listener in self._topic_listeners:
+            try:
+                listener(names)
+            except Exception:
+                log.exception("topic listener failed")
 
     # -- updates (UpdateMetadata, or the local controller) ------------------------------
     def update_brokers(self, brokers: list[BrokerInfo], controller_id: int, controller_epoch: int = 0) -> None:
@@ -90,13 +106,18 @@ class MetadataCache:
     def update_partitions(self, topic: str, topic_id: bytes, states: dict[int, PartitionState]) -> None:
         """Add or replace partition states of a topic (a partial update keeps the others)."""
         meta = self.topics.get(topic)
+        before = -1
         if meta is None or (topic_id != ZERO_UUID and meta.topic_id != topic_id):
             if meta is not None:
                 self.by_id.pop(meta.topic_id, None)
             meta = self.topics[topic] = TopicMetadata(topic, topic_id)
             if topic_id != ZERO_UUID:
                 self.by_id[topic_id] = meta
+        else:
+            before = meta.partitions
         meta.partition_states.update(states)
+        if meta.partitions != before and self._topic_listeners:
+            self._topics_changed({topic})
 
     def update_metadata(self, controller_id: int, controller_epoch: int, brokers: list[BrokerInfo],
                         topics: list[tuple[str, bytes, dict[int, PartitionState]]]) -> list[tuple[str, int]]:
@@ -130,6 +151,8 @@ class MetadataCache:
         meta = self.topics.pop(topic, None)
         if meta is not None:
             self.by_id.pop(meta.topic_id, None)
+            if self._topic_listeners:
+                self._topics_changed({topic})
 
     # -- questions ----------------------------------------------------------------------
     def get_topic(self, name: str) -> TopicMetadata | None:

@@ -14,6 +14,7 @@ from kafka_compat.protocol.primitives import (
     reason as _reason, write_tags as _write_tags, first as _first, BUFFERS as _BUFFERS,
     ARRAY_STRUCTS as _ARRAYS, COMPACT_ARRAY_UNPACK as _COMPACT,
 )
+from kafka_compat.protocol.layouts import ElementLayout as _ElementLayout
 
 _A_int8 = _ARRAYS['b']
 _A_int16 = _ARRAYS['h']
@@ -46,6 +47,12 @@ _S_10 = _Struct('>ii')
 _S_11 = _Struct('>iii')
 _S_12 = _Struct('>iB')
 _S_13 = _Struct('>iiB')
+_S_14 = _Struct('>16sB')
+_S_15 = _Struct('>16s')
+_S_16 = _Struct('>b')
+_S_17 = _Struct('>iibB')
+_S_18 = _Struct('>iib')
+_S_19 = _Struct('>qqB')
 
 
 class OffsetCommitKey(KafkaMessage):
@@ -1403,3 +1410,1778 @@ def _e_GroupMetadataValue_4(o, b, h):
 
 GroupMetadataValue._DEC = {0: _d_GroupMetadataValue_0, 1: _d_GroupMetadataValue_1, 2: _d_GroupMetadataValue_2, 3: _d_GroupMetadataValue_3, 4: _d_GroupMetadataValue_4}
 GroupMetadataValue._ENC = {0: _e_GroupMetadataValue_0, 1: _e_GroupMetadataValue_1, 2: _e_GroupMetadataValue_2, 3: _e_GroupMetadataValue_3, 4: _e_GroupMetadataValue_4}
+
+
+class ConsumerGroupMetadataKey(KafkaMessage):
+    """ConsumerGroupMetadataKey: versions 3."""
+    __slots__ = ('group_id', 'unknown_tags',)
+    name = 'ConsumerGroupMetadataKey'
+    MIN_VERSION = 3
+    MAX_VERSION = 3
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupMetadataKey_3(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupMetadataKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupMetadataKey', 3, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupMetadataKey', 3, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupMetadataKey', 3, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupMetadataKey_3(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+ConsumerGroupMetadataKey._DEC = {3: _d_ConsumerGroupMetadataKey_3}
+ConsumerGroupMetadataKey._ENC = {3: _e_ConsumerGroupMetadataKey_3}
+
+
+class ConsumerGroupMetadataValue(KafkaMessage):
+    """ConsumerGroupMetadataValue: versions 0, flexible 0+."""
+    __slots__ = ('epoch', 'metadata_hash', 'unknown_tags',)
+    name = 'ConsumerGroupMetadataValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, epoch=0, metadata_hash=0, unknown_tags=None):
+        self.epoch = epoch
+        self.metadata_hash = metadata_hash
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupMetadataValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupMetadataValue)
+        o0.metadata_hash = 0
+        o0.epoch, k = _S_12.unpack_from(buf, p)
+        p += 4
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ConsumerGroupMetadataValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ConsumerGroupMetadataValue', 0, p, 'tagged field runs past the frame')
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        o0.metadata_hash, = _S_3.unpack_from(buf, p)
+                        p += 8
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.metadata_hash != 0):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    else:
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupMetadataValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupMetadataValue_0(o, b, h):
+    b += _S_1.pack(o.epoch)
+    u = o.unknown_tags
+    tg = []
+    x = o.metadata_hash
+    if x != 0:
+        t = bytearray()
+        t += _S_3.pack(x)
+        tg.append((0, t))
+    if u:
+        tg.extend(u)
+        tg.sort(key=_first)
+    _write_tags(b, tg)
+
+ConsumerGroupMetadataValue._DEC = {0: _d_ConsumerGroupMetadataValue_0}
+ConsumerGroupMetadataValue._ENC = {0: _e_ConsumerGroupMetadataValue_0}
+
+
+class ConsumerGroupPartitionMetadataKey(KafkaMessage):
+    """ConsumerGroupPartitionMetadataKey: versions 4."""
+    __slots__ = ('group_id', 'unknown_tags',)
+    name = 'ConsumerGroupPartitionMetadataKey'
+    MIN_VERSION = 4
+    MAX_VERSION = 4
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupPartitionMetadataKey_4(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupPartitionMetadataKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupPartitionMetadataKey', 4, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupPartitionMetadataKey', 4, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupPartitionMetadataKey', 4, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupPartitionMetadataKey_4(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+ConsumerGroupPartitionMetadataKey._DEC = {4: _d_ConsumerGroupPartitionMetadataKey_4}
+ConsumerGroupPartitionMetadataKey._ENC = {4: _e_ConsumerGroupPartitionMetadataKey_4}
+
+
+class _ConsumerGroupPartitionMetadataValue_PartitionMetadata(KafkaStruct):
+    """PartitionMetadata, inside ConsumerGroupPartitionMetadataValue."""
+    __slots__ = ('partition', 'racks', 'unknown_tags',)
+    __qualname__ = 'ConsumerGroupPartitionMetadataValue.PartitionMetadata'
+
+    def __init__(self, partition=0, racks=DEFAULT, unknown_tags=None):
+        self.partition = partition
+        self.racks = [] if racks is DEFAULT else racks
+        self.unknown_tags = unknown_tags
+
+
+class _ConsumerGroupPartitionMetadataValue_TopicMetadata(KafkaStruct):
+    """TopicMetadata, inside ConsumerGroupPartitionMetadataValue."""
+    __slots__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata', 'unknown_tags',)
+    __qualname__ = 'ConsumerGroupPartitionMetadataValue.TopicMetadata'
+
+    def __init__(self, topic_id=ZERO_UUID, topic_name='', num_partitions=0, partition_metadata=DEFAULT, unknown_tags=None):
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.num_partitions = num_partitions
+        self.partition_metadata = [] if partition_metadata is DEFAULT else partition_metadata
+        self.unknown_tags = unknown_tags
+
+
+class ConsumerGroupPartitionMetadataValue(KafkaMessage):
+    """ConsumerGroupPartitionMetadataValue: versions 0, flexible 0+."""
+    __slots__ = ('topics', 'unknown_tags',)
+    name = 'ConsumerGroupPartitionMetadataValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, topics=DEFAULT, unknown_tags=None):
+        self.topics = [] if topics is DEFAULT else topics
+        self.unknown_tags = unknown_tags
+
+
+ConsumerGroupPartitionMetadataValue.PartitionMetadata = _ConsumerGroupPartitionMetadataValue_PartitionMetadata
+ConsumerGroupPartitionMetadataValue.TopicMetadata = _ConsumerGroupPartitionMetadataValue_TopicMetadata
+
+def _d_ConsumerGroupPartitionMetadataValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupPartitionMetadataValue)
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'null array in Topics')
+        else:
+            if n > end - p:
+                raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'array Topics longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                o1 = new(_ConsumerGroupPartitionMetadataValue_TopicMetadata)
+                o1.topic_id, k = _S_14.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'TopicName runs past the frame')
+                    o1.topic_name = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'null string in TopicName')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'TopicName runs past the frame')
+                        o1.topic_name = str(buf[p:q], 'utf-8')
+                        p = q
+                o1.num_partitions, k = _S_12.unpack_from(buf, p)
+                p += 4
+                if k < 128:
+                    n = k - 1
+                    p += 1
+                else:
+                    n, p = read_uvarint(buf, p)
+                    n -= 1
+                if n < 0:
+                    raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'null array in PartitionMetadata')
+                else:
+                    if n > end - p:
+                        raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'array PartitionMetadata longer than the frame')
+                    lst1 = []
+                    app1 = lst1.append
+                    for _ in range(n):
+                        o2 = new(_ConsumerGroupPartitionMetadataValue_PartitionMetadata)
+                        o2.partition, k = _S_12.unpack_from(buf, p)
+                        p += 4
+                        if k < 128:
+                            n = k - 1
+                            p += 1
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            n -= 1
+                        if n < 0:
+                            raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'null array in Racks')
+                        else:
+                            if n > end - p:
+                                raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'array Racks longer than the frame')
+                            lst2 = []
+                            app2 = lst2.append
+                            for _ in range(n):
+                                k = buf[p]
+                                if 0 < k < 128:
+                                    q = p + k
+                                    if q > end:
+                                        raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'Racks runs past the frame')
+                                    e2 = str(buf[p + 1:q], 'utf-8')
+                                    p = q
+                                else:
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'null string in Racks')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'Racks runs past the frame')
+                                        e2 = str(buf[p:q], 'utf-8')
+                                        p = q
+                                app2(e2)
+                            o2.racks = lst2
+                        if buf[p] == 0:
+                            p += 1
+                            o2.unknown_tags = None
+                        else:
+                            n, p = read_uvarint(buf, p)
+                            u2 = None
+                            if n:
+                                if n > end - p:
+                                    raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'more tagged fields than bytes')
+                                for _ in range(n):
+                                    t2, p = read_uvarint(buf, p)
+                                    s, p = read_uvarint(buf, p)
+                                    q2 = p + s
+                                    if q2 > end:
+                                        raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'tagged field runs past the frame')
+                                    if u2 is None:
+                                        u2 = []
+                                    u2.append((t2, bytes(buf[p:q2])))
+                                    p = q2
+                            o2.unknown_tags = u2
+                        app1(o2)
+                    o1.partition_metadata = lst1
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+            o0.topics = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupPartitionMetadataValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupPartitionMetadataValue_PartitionMetadata_0(o, b, h):
+    b += _S_1.pack(o.partition)
+    lst = o.racks
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_ConsumerGroupPartitionMetadataValue_TopicMetadata_0(o, b, h):
+    b += _S_15.pack(o.topic_id)
+    s = o.topic_name
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    b += _S_1.pack(o.num_partitions)
+    lst = o.partition_metadata
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_ConsumerGroupPartitionMetadataValue_PartitionMetadata_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_ConsumerGroupPartitionMetadataValue_0(o, b, h):
+    lst = o.topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_ConsumerGroupPartitionMetadataValue_TopicMetadata_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+ConsumerGroupPartitionMetadataValue._DEC = {0: _d_ConsumerGroupPartitionMetadataValue_0}
+ConsumerGroupPartitionMetadataValue._ENC = {0: _e_ConsumerGroupPartitionMetadataValue_0}
+
+
+class ConsumerGroupMemberMetadataKey(KafkaMessage):
+    """ConsumerGroupMemberMetadataKey: versions 5."""
+    __slots__ = ('group_id', 'member_id', 'unknown_tags',)
+    name = 'ConsumerGroupMemberMetadataKey'
+    MIN_VERSION = 5
+    MAX_VERSION = 5
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', member_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.member_id = member_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupMemberMetadataKey_5(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupMemberMetadataKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupMemberMetadataKey', 5, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupMemberMetadataKey', 5, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupMemberMetadataKey', 5, p, 'null string in MemberId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupMemberMetadataKey', 5, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupMemberMetadataKey', 5, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupMemberMetadataKey_5(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+    s = o.member_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+ConsumerGroupMemberMetadataKey._DEC = {5: _d_ConsumerGroupMemberMetadataKey_5}
+ConsumerGroupMemberMetadataKey._ENC = {5: _e_ConsumerGroupMemberMetadataKey_5}
+
+
+class _ConsumerGroupMemberMetadataValue_ClassicProtocol(KafkaStruct):
+    """ClassicProtocol, inside ConsumerGroupMemberMetadataValue."""
+    __slots__ = ('name', 'metadata', 'unknown_tags',)
+    __qualname__ = 'ConsumerGroupMemberMetadataValue.ClassicProtocol'
+
+    def __init__(self, name='', metadata=b'', unknown_tags=None):
+        self.name = name
+        self.metadata = metadata
+        self.unknown_tags = unknown_tags
+
+
+class _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(KafkaStruct):
+    """ClassicMemberMetadata, inside ConsumerGroupMemberMetadataValue."""
+    __slots__ = ('session_timeout_ms', 'supported_protocols', 'unknown_tags',)
+    __qualname__ = 'ConsumerGroupMemberMetadataValue.ClassicMemberMetadata'
+
+    def __init__(self, session_timeout_ms=0, supported_protocols=DEFAULT, unknown_tags=None):
+        self.session_timeout_ms = session_timeout_ms
+        self.supported_protocols = [] if supported_protocols is DEFAULT else supported_protocols
+        self.unknown_tags = unknown_tags
+
+
+class ConsumerGroupMemberMetadataValue(KafkaMessage):
+    """ConsumerGroupMemberMetadataValue: versions 0, flexible 0+."""
+    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata', 'unknown_tags',)
+    name = 'ConsumerGroupMemberMetadataValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, instance_id='', rack_id='', client_id='', client_host='', subscribed_topic_names=DEFAULT, subscribed_topic_regex='', rebalance_timeout_ms=-1, server_assignor='', classic_member_metadata=None, unknown_tags=None):
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = [] if subscribed_topic_names is DEFAULT else subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.server_assignor = server_assignor
+        self.classic_member_metadata = classic_member_metadata
+        self.unknown_tags = unknown_tags
+
+
+ConsumerGroupMemberMetadataValue.ClassicProtocol = _ConsumerGroupMemberMetadataValue_ClassicProtocol
+ConsumerGroupMemberMetadataValue.ClassicMemberMetadata = _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata
+
+def _d_ConsumerGroupMemberMetadataValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupMemberMetadataValue)
+        o0.classic_member_metadata = None
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'InstanceId runs past the frame')
+            o0.instance_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.instance_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'InstanceId runs past the frame')
+                o0.instance_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'RackId runs past the frame')
+            o0.rack_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.rack_id = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'RackId runs past the frame')
+                o0.rack_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'ClientId runs past the frame')
+            o0.client_id = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'null string in ClientId')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'ClientId runs past the frame')
+                o0.client_id = str(buf[p:q], 'utf-8')
+                p = q
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'ClientHost runs past the frame')
+            o0.client_host = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'null string in ClientHost')
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'ClientHost runs past the frame')
+                o0.client_host = str(buf[p:q], 'utf-8')
+                p = q
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'null array in SubscribedTopicNames')
+        else:
+            if n > end - p:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'array SubscribedTopicNames longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'SubscribedTopicNames runs past the frame')
+                    e0 = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'null string in SubscribedTopicNames')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'SubscribedTopicNames runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.subscribed_topic_names = lst0
+        k = buf[p]
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'SubscribedTopicRegex runs past the frame')
+            o0.subscribed_topic_regex = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.subscribed_topic_regex = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'SubscribedTopicRegex runs past the frame')
+                o0.subscribed_topic_regex = str(buf[p:q], 'utf-8')
+                p = q
+        o0.rebalance_timeout_ms, k = _S_12.unpack_from(buf, p)
+        p += 4
+        if 0 < k < 128:
+            q = p + k
+            if q > end:
+                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'ServerAssignor runs past the frame')
+            o0.server_assignor = str(buf[p + 1:q], 'utf-8')
+            p = q
+        else:
+            if k < 128:
+                n = k - 1
+                p += 1
+            else:
+                n, p = read_uvarint(buf, p)
+                n -= 1
+            if n < 0:
+                o0.server_assignor = None
+            else:
+                q = p + n
+                if q > end:
+                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'ServerAssignor runs past the frame')
+                o0.server_assignor = str(buf[p:q], 'utf-8')
+                p = q
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'tagged field runs past the frame')
+                    if t0 == 0:
+                        w0, st0 = buf, p
+                        buf = buf[:q0]
+                        end = q0
+                        if _S_16.unpack_from(buf, p)[0] < 0:
+                            p += 1
+                            o0.classic_member_metadata = None
+                        else:
+                            p += 1
+                            o1 = new(_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata)
+                            o1.session_timeout_ms, k = _S_12.unpack_from(buf, p)
+                            p += 4
+                            if k < 128:
+                                n = k - 1
+                                p += 1
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                n -= 1
+                            if n < 0:
+                                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'null array in SupportedProtocols')
+                            else:
+                                if n > end - p:
+                                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'array SupportedProtocols longer than the frame')
+                                lst1 = []
+                                app1 = lst1.append
+                                for _ in range(n):
+                                    o2 = new(_ConsumerGroupMemberMetadataValue_ClassicProtocol)
+                                    k = buf[p]
+                                    if 0 < k < 128:
+                                        q = p + k
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'Name runs past the frame')
+                                        o2.name = str(buf[p + 1:q], 'utf-8')
+                                        p = q
+                                    else:
+                                        if k < 128:
+                                            n = k - 1
+                                            p += 1
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                        if n < 0:
+                                            raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'null string in Name')
+                                        else:
+                                            q = p + n
+                                            if q > end:
+                                                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'Name runs past the frame')
+                                            o2.name = str(buf[p:q], 'utf-8')
+                                            p = q
+                                    k = buf[p]
+                                    if k < 128:
+                                        n = k - 1
+                                        p += 1
+                                    else:
+                                        j = buf[p + 1]
+                                        if j < 128:
+                                            n = (k & 127 | j << 7) - 1
+                                            p += 2
+                                        elif buf[p + 2] < 128:
+                                            n = (k & 127 | (j & 127) << 7 | buf[p + 2] << 14) - 1
+                                            p += 3
+                                        else:
+                                            n, p = read_uvarint(buf, p)
+                                            n -= 1
+                                    if n < 0:
+                                        raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'null bytes in Metadata')
+                                    else:
+                                        q = p + n
+                                        if q > end:
+                                            raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'Metadata runs past the frame')
+                                        o2.metadata = bytes(buf[p:q])
+                                        p = q
+                                    if buf[p] == 0:
+                                        p += 1
+                                        o2.unknown_tags = None
+                                    else:
+                                        n, p = read_uvarint(buf, p)
+                                        u2 = None
+                                        if n:
+                                            if n > end - p:
+                                                raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'more tagged fields than bytes')
+                                            for _ in range(n):
+                                                t2, p = read_uvarint(buf, p)
+                                                s, p = read_uvarint(buf, p)
+                                                q2 = p + s
+                                                if q2 > end:
+                                                    raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'tagged field runs past the frame')
+                                                if u2 is None:
+                                                    u2 = []
+                                                u2.append((t2, bytes(buf[p:q2])))
+                                                p = q2
+                                        o2.unknown_tags = u2
+                                    app1(o2)
+                                o1.supported_protocols = lst1
+                            if buf[p] == 0:
+                                p += 1
+                                o1.unknown_tags = None
+                            else:
+                                n, p = read_uvarint(buf, p)
+                                u1 = None
+                                if n:
+                                    if n > end - p:
+                                        raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'more tagged fields than bytes')
+                                    for _ in range(n):
+                                        t1, p = read_uvarint(buf, p)
+                                        s, p = read_uvarint(buf, p)
+                                        q1 = p + s
+                                        if q1 > end:
+                                            raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, 'tagged field runs past the frame')
+                                        if u1 is None:
+                                            u1 = []
+                                        u1.append((t1, bytes(buf[p:q1])))
+                                        p = q1
+                                o1.unknown_tags = u1
+                            o0.classic_member_metadata = o1
+                        buf = w0
+                        end = len(buf)
+                        if not (o0.classic_member_metadata is not None):
+                            if u0 is None:
+                                u0 = []
+                            u0.append((t0, bytes(buf[st0:q0])))
+                    else:
+                        if u0 is None:
+                            u0 = []
+                        u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupMemberMetadataValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_0(o, b, h):
+    s = o.name
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.metadata
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_0(o, b, h):
+    b += _S_1.pack(o.session_timeout_ms)
+    lst = o.supported_protocols
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_ConsumerGroupMemberMetadataValue_ClassicProtocol_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_ConsumerGroupMemberMetadataValue_0(o, b, h):
+    s = o.instance_id
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    s = o.rack_id
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    s = o.client_id
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    s = o.client_host
+    s = s.encode()
+    n = len(s) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += s
+    lst = o.subscribed_topic_names
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    s = o.subscribed_topic_regex
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    b += _S_1.pack(o.rebalance_timeout_ms)
+    s = o.server_assignor
+    if s is None:
+        b.append(0)
+    else:
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    u = o.unknown_tags
+    tg = []
+    x = o.classic_member_metadata
+    if x is not None:
+        t = bytearray()
+        if x is None:
+            t.append(255)
+        else:
+            t.append(1)
+            _e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_0(x, t, h)
+        tg.append((0, t))
+    if u:
+        tg.extend(u)
+        tg.sort(key=_first)
+    _write_tags(b, tg)
+
+ConsumerGroupMemberMetadataValue._DEC = {0: _d_ConsumerGroupMemberMetadataValue_0}
+ConsumerGroupMemberMetadataValue._ENC = {0: _e_ConsumerGroupMemberMetadataValue_0}
+
+
+class ConsumerGroupTargetAssignmentMetadataKey(KafkaMessage):
+    """ConsumerGroupTargetAssignmentMetadataKey: versions 6."""
+    __slots__ = ('group_id', 'unknown_tags',)
+    name = 'ConsumerGroupTargetAssignmentMetadataKey'
+    MIN_VERSION = 6
+    MAX_VERSION = 6
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupTargetAssignmentMetadataKey_6(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupTargetAssignmentMetadataKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupTargetAssignmentMetadataKey', 6, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupTargetAssignmentMetadataKey', 6, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupTargetAssignmentMetadataKey', 6, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupTargetAssignmentMetadataKey_6(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+ConsumerGroupTargetAssignmentMetadataKey._DEC = {6: _d_ConsumerGroupTargetAssignmentMetadataKey_6}
+ConsumerGroupTargetAssignmentMetadataKey._ENC = {6: _e_ConsumerGroupTargetAssignmentMetadataKey_6}
+
+
+class ConsumerGroupTargetAssignmentMetadataValue(KafkaMessage):
+    """ConsumerGroupTargetAssignmentMetadataValue: versions 0, flexible 0+."""
+    __slots__ = ('assignment_epoch', 'unknown_tags',)
+    name = 'ConsumerGroupTargetAssignmentMetadataValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, assignment_epoch=0, unknown_tags=None):
+        self.assignment_epoch = assignment_epoch
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupTargetAssignmentMetadataValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupTargetAssignmentMetadataValue)
+        o0.assignment_epoch, k = _S_12.unpack_from(buf, p)
+        p += 4
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ConsumerGroupTargetAssignmentMetadataValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ConsumerGroupTargetAssignmentMetadataValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupTargetAssignmentMetadataValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupTargetAssignmentMetadataValue_0(o, b, h):
+    b += _S_1.pack(o.assignment_epoch)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+ConsumerGroupTargetAssignmentMetadataValue._DEC = {0: _d_ConsumerGroupTargetAssignmentMetadataValue_0}
+ConsumerGroupTargetAssignmentMetadataValue._ENC = {0: _e_ConsumerGroupTargetAssignmentMetadataValue_0}
+
+
+class ConsumerGroupTargetAssignmentMemberKey(KafkaMessage):
+    """ConsumerGroupTargetAssignmentMemberKey: versions 7."""
+    __slots__ = ('group_id', 'member_id', 'unknown_tags',)
+    name = 'ConsumerGroupTargetAssignmentMemberKey'
+    MIN_VERSION = 7
+    MAX_VERSION = 7
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', member_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.member_id = member_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupTargetAssignmentMemberKey_7(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupTargetAssignmentMemberKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupTargetAssignmentMemberKey', 7, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupTargetAssignmentMemberKey', 7, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupTargetAssignmentMemberKey', 7, p, 'null string in MemberId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupTargetAssignmentMemberKey', 7, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupTargetAssignmentMemberKey', 7, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupTargetAssignmentMemberKey_7(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+    s = o.member_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+ConsumerGroupTargetAssignmentMemberKey._DEC = {7: _d_ConsumerGroupTargetAssignmentMemberKey_7}
+ConsumerGroupTargetAssignmentMemberKey._ENC = {7: _e_ConsumerGroupTargetAssignmentMemberKey_7}
+
+
+class _ConsumerGroupTargetAssignmentMemberValue_TopicPartition(KafkaStruct):
+    """TopicPartition, inside ConsumerGroupTargetAssignmentMemberValue."""
+    __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+    __qualname__ = 'ConsumerGroupTargetAssignmentMemberValue.TopicPartition'
+
+    def __init__(self, topic_id=ZERO_UUID, partitions=DEFAULT, unknown_tags=None):
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is DEFAULT else partitions
+        self.unknown_tags = unknown_tags
+
+
+class ConsumerGroupTargetAssignmentMemberValue(KafkaMessage):
+    """ConsumerGroupTargetAssignmentMemberValue: versions 0, flexible 0+."""
+    __slots__ = ('topic_partitions', 'unknown_tags',)
+    name = 'ConsumerGroupTargetAssignmentMemberValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, topic_partitions=DEFAULT, unknown_tags=None):
+        self.topic_partitions = [] if topic_partitions is DEFAULT else topic_partitions
+        self.unknown_tags = unknown_tags
+
+
+ConsumerGroupTargetAssignmentMemberValue.TopicPartition = _ConsumerGroupTargetAssignmentMemberValue_TopicPartition
+
+def _d_ConsumerGroupTargetAssignmentMemberValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupTargetAssignmentMemberValue)
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, 'null array in TopicPartitions')
+        else:
+            if n > end - p:
+                raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, 'array TopicPartitions longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_0(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
+                o1 = new(_ConsumerGroupTargetAssignmentMemberValue_TopicPartition)
+                o1.topic_id, k = _S_14.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+                r0 -= 1
+            o0.topic_partitions = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupTargetAssignmentMemberValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_0(o, b, h):
+    b += _S_15.pack(o.topic_id)
+    lst = o.partitions
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += _pack('>%di' % len(lst), *lst)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_ConsumerGroupTargetAssignmentMemberValue_0(o, b, h):
+    lst = o.topic_partitions
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+_L_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_0 = _ElementLayout(_ConsumerGroupTargetAssignmentMemberValue_TopicPartition, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
+
+ConsumerGroupTargetAssignmentMemberValue._DEC = {0: _d_ConsumerGroupTargetAssignmentMemberValue_0}
+ConsumerGroupTargetAssignmentMemberValue._ENC = {0: _e_ConsumerGroupTargetAssignmentMemberValue_0}
+
+
+class ConsumerGroupCurrentMemberAssignmentKey(KafkaMessage):
+    """ConsumerGroupCurrentMemberAssignmentKey: versions 8."""
+    __slots__ = ('group_id', 'member_id', 'unknown_tags',)
+    name = 'ConsumerGroupCurrentMemberAssignmentKey'
+    MIN_VERSION = 8
+    MAX_VERSION = 8
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', member_id='', unknown_tags=None):
+        self.group_id = group_id
+        self.member_id = member_id
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupCurrentMemberAssignmentKey_8(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupCurrentMemberAssignmentKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupCurrentMemberAssignmentKey', 8, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupCurrentMemberAssignmentKey', 8, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupCurrentMemberAssignmentKey', 8, p, 'null string in MemberId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupCurrentMemberAssignmentKey', 8, p, 'MemberId runs past the frame')
+            o0.member_id = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupCurrentMemberAssignmentKey', 8, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupCurrentMemberAssignmentKey_8(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+    s = o.member_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+ConsumerGroupCurrentMemberAssignmentKey._DEC = {8: _d_ConsumerGroupCurrentMemberAssignmentKey_8}
+ConsumerGroupCurrentMemberAssignmentKey._ENC = {8: _e_ConsumerGroupCurrentMemberAssignmentKey_8}
+
+
+class _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(KafkaStruct):
+    """TopicPartitions, inside ConsumerGroupCurrentMemberAssignmentValue."""
+    __slots__ = ('topic_id', 'partitions', 'unknown_tags',)
+    __qualname__ = 'ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions'
+
+    def __init__(self, topic_id=ZERO_UUID, partitions=DEFAULT, unknown_tags=None):
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is DEFAULT else partitions
+        self.unknown_tags = unknown_tags
+
+
+class ConsumerGroupCurrentMemberAssignmentValue(KafkaMessage):
+    """ConsumerGroupCurrentMemberAssignmentValue: versions 0, flexible 0+."""
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation', 'unknown_tags',)
+    name = 'ConsumerGroupCurrentMemberAssignmentValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, member_epoch=0, previous_member_epoch=0, state=0, assigned_partitions=DEFAULT, partitions_pending_revocation=DEFAULT, unknown_tags=None):
+        self.member_epoch = member_epoch
+        self.previous_member_epoch = previous_member_epoch
+        self.state = state
+        self.assigned_partitions = [] if assigned_partitions is DEFAULT else assigned_partitions
+        self.partitions_pending_revocation = [] if partitions_pending_revocation is DEFAULT else partitions_pending_revocation
+        self.unknown_tags = unknown_tags
+
+
+ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions = _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions
+
+def _d_ConsumerGroupCurrentMemberAssignmentValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupCurrentMemberAssignmentValue)
+        o0.member_epoch, o0.previous_member_epoch, o0.state, k = _S_17.unpack_from(buf, p)
+        p += 9
+        if k < 128:
+            n = k - 1
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'null array in AssignedPartitions')
+        else:
+            if n > end - p:
+                raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'array AssignedPartitions longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
+                o1 = new(_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions)
+                o1.topic_id, k = _S_14.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+                r0 -= 1
+            o0.assigned_partitions = lst0
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'null array in PartitionsPendingRevocation')
+        else:
+            if n > end - p:
+                raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'array PartitionsPendingRevocation longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            r0 = n
+            while r0:
+                if r0 >= 8:
+                    cnt, p = _L_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(buf, p, r0, app0)
+                    if cnt:
+                        r0 -= cnt
+                        continue
+                o1 = new(_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions)
+                o1.topic_id, k = _S_14.unpack_from(buf, p)
+                p += 16
+                if 0 < k < 65:
+                    o1.partitions = [*_K_int32[k](buf, p + 1)]
+                    p += 4 * k - 3
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'null array in Partitions')
+                    else:
+                        if n < 64:
+                            o1.partitions = [*_A_int32[n].unpack_from(buf, p)]
+                        else:
+                            if n * 4 > end - p:
+                                raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'array Partitions longer than the frame')
+                            o1.partitions = [*_Struct('>%di' % n).unpack_from(buf, p)]
+                        p += n * 4
+                if buf[p] == 0:
+                    p += 1
+                    o1.unknown_tags = None
+                else:
+                    n, p = read_uvarint(buf, p)
+                    u1 = None
+                    if n:
+                        if n > end - p:
+                            raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                        for _ in range(n):
+                            t1, p = read_uvarint(buf, p)
+                            s, p = read_uvarint(buf, p)
+                            q1 = p + s
+                            if q1 > end:
+                                raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                            if u1 is None:
+                                u1 = []
+                            u1.append((t1, bytes(buf[p:q1])))
+                            p = q1
+                    o1.unknown_tags = u1
+                app0(o1)
+                r0 -= 1
+            o0.partitions_pending_revocation = lst0
+        if buf[p] == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupCurrentMemberAssignmentValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(o, b, h):
+    b += _S_15.pack(o.topic_id)
+    lst = o.partitions
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    b += _pack('>%di' % len(lst), *lst)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+def _e_ConsumerGroupCurrentMemberAssignmentValue_0(o, b, h):
+    b += _S_18.pack(o.member_epoch, o.previous_member_epoch, o.state)
+    lst = o.assigned_partitions
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(e, b, h)
+    lst = o.partitions_pending_revocation
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        _e_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0(e, b, h)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+_L_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_0 = _ElementLayout(_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions, [('topic_id', '16s', False), ('partitions', 'i', True)], {}, True, globals())
+
+ConsumerGroupCurrentMemberAssignmentValue._DEC = {0: _d_ConsumerGroupCurrentMemberAssignmentValue_0}
+ConsumerGroupCurrentMemberAssignmentValue._ENC = {0: _e_ConsumerGroupCurrentMemberAssignmentValue_0}
+
+
+class ConsumerGroupRegularExpressionKey(KafkaMessage):
+    """ConsumerGroupRegularExpressionKey: versions 16."""
+    __slots__ = ('group_id', 'regular_expression', 'unknown_tags',)
+    name = 'ConsumerGroupRegularExpressionKey'
+    MIN_VERSION = 16
+    MAX_VERSION = 16
+    FLEXIBLE_FROM = None
+
+    def __init__(self, group_id='', regular_expression='', unknown_tags=None):
+        self.group_id = group_id
+        self.regular_expression = regular_expression
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupRegularExpressionKey_16(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupRegularExpressionKey)
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupRegularExpressionKey', 16, p, 'null string in GroupId')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupRegularExpressionKey', 16, p, 'GroupId runs past the frame')
+            o0.group_id = str(buf[p:q], 'utf-8')
+            p = q
+        n, = _S_0.unpack_from(buf, p)
+        p += 2
+        if n < 0:
+            raise DecodeError('ConsumerGroupRegularExpressionKey', 16, p, 'null string in RegularExpression')
+        else:
+            q = p + n
+            if q > end:
+                raise DecodeError('ConsumerGroupRegularExpressionKey', 16, p, 'RegularExpression runs past the frame')
+            o0.regular_expression = str(buf[p:q], 'utf-8')
+            p = q
+        o0.unknown_tags = None
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupRegularExpressionKey', 16, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupRegularExpressionKey_16(o, b, h):
+    s = o.group_id
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+    s = o.regular_expression
+    s = s.encode()
+    b += _S_0.pack(len(s))
+    b += s
+
+ConsumerGroupRegularExpressionKey._DEC = {16: _d_ConsumerGroupRegularExpressionKey_16}
+ConsumerGroupRegularExpressionKey._ENC = {16: _e_ConsumerGroupRegularExpressionKey_16}
+
+
+class ConsumerGroupRegularExpressionValue(KafkaMessage):
+    """ConsumerGroupRegularExpressionValue: versions 0, flexible 0+."""
+    __slots__ = ('topics', 'version', 'timestamp', 'unknown_tags',)
+    name = 'ConsumerGroupRegularExpressionValue'
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_FROM = 0
+
+    def __init__(self, topics=DEFAULT, version=0, timestamp=0, unknown_tags=None):
+        self.topics = [] if topics is DEFAULT else topics
+        self.version = version
+        self.timestamp = timestamp
+        self.unknown_tags = unknown_tags
+
+
+
+def _d_ConsumerGroupRegularExpressionValue_0(buf, p):
+    end = len(buf)
+    try:
+        o0 = new(ConsumerGroupRegularExpressionValue)
+        n = buf[p] - 1
+        if n < 127:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            n -= 1
+        if n < 0:
+            raise DecodeError('ConsumerGroupRegularExpressionValue', 0, p, 'null array in Topics')
+        else:
+            if n > end - p:
+                raise DecodeError('ConsumerGroupRegularExpressionValue', 0, p, 'array Topics longer than the frame')
+            lst0 = []
+            app0 = lst0.append
+            for _ in range(n):
+                k = buf[p]
+                if 0 < k < 128:
+                    q = p + k
+                    if q > end:
+                        raise DecodeError('ConsumerGroupRegularExpressionValue', 0, p, 'Topics runs past the frame')
+                    e0 = str(buf[p + 1:q], 'utf-8')
+                    p = q
+                else:
+                    if k < 128:
+                        n = k - 1
+                        p += 1
+                    else:
+                        n, p = read_uvarint(buf, p)
+                        n -= 1
+                    if n < 0:
+                        raise DecodeError('ConsumerGroupRegularExpressionValue', 0, p, 'null string in Topics')
+                    else:
+                        q = p + n
+                        if q > end:
+                            raise DecodeError('ConsumerGroupRegularExpressionValue', 0, p, 'Topics runs past the frame')
+                        e0 = str(buf[p:q], 'utf-8')
+                        p = q
+                app0(e0)
+            o0.topics = lst0
+        o0.version, o0.timestamp, k = _S_19.unpack_from(buf, p)
+        p += 16
+        if k == 0:
+            p += 1
+            o0.unknown_tags = None
+        else:
+            n, p = read_uvarint(buf, p)
+            u0 = None
+            if n:
+                if n > end - p:
+                    raise DecodeError('ConsumerGroupRegularExpressionValue', 0, p, 'more tagged fields than bytes')
+                for _ in range(n):
+                    t0, p = read_uvarint(buf, p)
+                    s, p = read_uvarint(buf, p)
+                    q0 = p + s
+                    if q0 > end:
+                        raise DecodeError('ConsumerGroupRegularExpressionValue', 0, p, 'tagged field runs past the frame')
+                    if u0 is None:
+                        u0 = []
+                    u0.append((t0, bytes(buf[p:q0])))
+                    p = q0
+            o0.unknown_tags = u0
+    except LOW_LEVEL as e:
+        raise DecodeError('ConsumerGroupRegularExpressionValue', 0, p, _reason(e)) from None
+    return o0, p
+
+def _e_ConsumerGroupRegularExpressionValue_0(o, b, h):
+    lst = o.topics
+    n = len(lst) + 1
+    if n < 128:
+        b.append(n)
+    else:
+        write_uvarint(b, n)
+    for e in lst:
+        s = e
+        s = s.encode()
+        n = len(s) + 1
+        if n < 128:
+            b.append(n)
+        else:
+            write_uvarint(b, n)
+        b += s
+    b += _S_4.pack(o.version, o.timestamp)
+    u = o.unknown_tags
+    if u:
+        _write_tags(b, sorted(u))
+    else:
+        b.append(0)
+
+ConsumerGroupRegularExpressionValue._DEC = {0: _d_ConsumerGroupRegularExpressionValue_0}
+ConsumerGroupRegularExpressionValue._ENC = {0: _e_ConsumerGroupRegularExpressionValue_0}

@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from ..purgatory import DelayedOperation
+from ...purgatory import DelayedOperation
 
 
 def join_key(group_id: str):

@@ -1,10 +1,10 @@
-"""One member of a classic group, as Kafka's MemberMetadata keeps it."""
+"""One member of a classic group, as Kafka's ClassicGroupMember keeps it."""
 from __future__ import annotations
 
 from typing import Callable
 
 
-class MemberMetadata:
+class ClassicGroupMember:
     """A member: its identity, timeouts, the protocols it offered and its current assignment.
 
     `awaiting_join` / `awaiting_sync` hold the callback of a parked JoinGroup or
@@ -75,5 +75,5 @@ class MemberMetadata:
         return self.heartbeat_satisfied
 
     def __repr__(self) -> str:
-        return (f"MemberMetadata(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, "
+        return (f"ClassicGroupMember(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, "
                 f"client_id={self.client_id!r}, protocols={[n for n, _ in self.supported_protocols]})")

@@ -1,0 +1,242 @@
+"""How long a group takes to consume every partition again after a member joins: classic against KIP-848.
+
+One broker, one run, three contenders in turn on the same topic: the classic protocol with
+eager `range`, the classic protocol with `cooperative-sticky`, and the consumer protocol
+(the broker assigns, `uniform`). Each contender is a fresh group of MEMBERS confluent-kafka
+consumers sharing PARTITIONS partitions while a producer writes to every partition all the
+time; once they all consume, one more member joins (time t0).
+
+Two figures. Recovery: for each partition, the first time its final owner consumes a record
+written after t0; the largest of those, minus t0 (a partition that never stopped counts from
+its first record after t0, one that moved from when its new owner reads it). Both protocols
+need every member that gives up partitions to hear of the join at its next heartbeat, so this
+is about one heartbeat interval for all three. Stall: for each partition, the longest time
+after t0 that nobody consumed it (the gap between two consecutive reads, by anyone); the
+largest of those, over the partitions that moved (read by another member after t0) and, as a
+median, over those kept by the member reading them before t0, beside the median gap of the
+steady state (the --settle seconds before t0). Eager stops every partition until the last
+member rejoins; an incremental protocol stops only those that move, from their release until
+the new owner reads them. Every contender gets the same
+heartbeat interval (`--heartbeat-ms`, the classic clients' heartbeat.interval.ms and the
+broker's group.consumer.heartbeat.interval.ms) and auto-commits every 200 ms.
+
+    python bench/rebalance.py [--partitions 100] [--members 10] [--rounds 1] [--heartbeat-ms 1000]
+
+Prints one JSON line per round and contender, then the medians and the ratios.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+CONTENDERS = {
+    "classic-eager": {"partition.assignment.strategy": "range"},
+    "classic-cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
+    "consumer": {"group.protocol": "consumer"},
+}
+
+
+class Producing:
+    """One record per partition every `interval` seconds; the value is its wall-clock write time."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, interval: float = 0.05):
+        from confluent_kafka import Producer
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.topic, self.partitions, self.interval = topic, partitions, interval
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            now = repr(time.time()).encode()
+            for p in range(self.partitions):
+                self.producer.produce(self.topic, value=now, partition=p)
+            self.producer.poll(0)
+        self.producer.flush(10)
+
+
+class Member(threading.Thread):
+    def __init__(self, bootstrap: str, topic: str, group: str, conf: dict, heartbeat_ms: int, name: str):
+        super().__init__(daemon=True)
+        from confluent_kafka import Consumer
+        c = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name, "auto.offset.reset": "latest",
+             "enable.auto.commit": True, "auto.commit.interval.ms": 200, **conf}
+        if "group.protocol" not in conf:
+            c.update({"heartbeat.interval.ms": heartbeat_ms, "session.timeout.ms": 30000})
+        self.consumer = Consumer(c)
+        self.consumer.subscribe([topic])
+        self.name = name
+        self.seen: list[tuple[float, int, float]] = []      # (consumed at, partition, written at)
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            for m in self.consumer.consume(num_messages=1000, timeout=0.05):
+                if m.error() is None:
+                    self.seen.append((time.time(), m.partition(), float(m.value())))
+        self.consumer.close()
+
+
+def round_once(bootstrap: str, topic: str, partitions: int, members: int, name: str, conf: dict,
+               heartbeat_ms: int, settle: float, limit: float) -> dict:
+    group = f"bench-{name}-{time.time_ns()}"
+    crew = [Member(bootstrap, topic, group, conf, heartbeat_ms, f"{name}-{i}") for i in range(members)]
+    for m in crew:
+        m.start()
+    # everyone consumes: every partition seen recently
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        cut = time.time() - 1.0
+        recent = {p for m in crew for t, p, _ in m.seen[-5000:] if t >= cut}
+        if len(recent) == partitions:
+            break
+        time.sleep(0.2)
+    else:
+        raise RuntimeError(f"{name}: the group never consumed every partition")
+    time.sleep(settle)
+    t0 = time.time()
+    late = Member(bootstrap, topic, group, conf, heartbeat_ms, f"{name}-late")
+    late.start()
+    crew.append(late)
+    # wait until the newcomer consumes and every partition flows again, then a little more
+    while time.time() < t0 + limit:
+        if late.seen and all_flowing(crew, partitions, t0):
+            break
+        time.sleep(0.1)
+    time.sleep(2.0)
+    for m in crew:
+        m.halt.set()
+    for m in crew:
+        m.join(30)
+    owner: dict[int, tuple[float, Member]] = {}
+    for m in crew:
+        for t, p, _ in m.seen:
+            if p not in owner or t > owner[p][0]:
+                owner[p] = (t, m)
+    first_after: list[float] = []
+    for p in range(partitions):
+        final = owner[p][1]
+        times = [t for t, q, written in final.seen if q == p and written >= t0]
+        first_after.append(min(times) - t0 if times else float("inf"))
+    before: dict[int, tuple[float, Member]] = {}
+    for m in crew:
+        for t, p, _ in m.seen:
+            if t < t0 and (p not in before or t > before[p][0]):
+                before[p] = (t, m)
+    moved = {p for p in range(partitions) if before[p][1] is not owner[p][1]}
+    stalls = partition_stalls(crew, partitions, t0)
+    steady = partition_stalls(crew, partitions, t0 - settle, t0)
+    kept = [s for p, s in enumerate(stalls) if p not in moved] or [0.0]
+    return {"contender": name, "recovery_s": round(max(first_after), 3),
+            "median_partition_s": round(statistics.median(first_after), 3),
+            "max_stall_s": round(max(stalls), 3), "moved": len(moved),
+            "moved_max_stall_s": round(max([stalls[p] for p in moved] or [0.0]), 3),
+            "kept_median_stall_s": round(statistics.median(kept), 3), "kept_max_stall_s": round(max(kept), 3),
+            "steady_median_gap_s": round(statistics.median(steady), 3),
+            "late_member_partitions": len({p for _, p, w in late.seen if w >= t0}),
+            "members": members + 1, "partitions": partitions}
+
+
+def partition_stalls(crew, partitions: int, t0: float, end: float = float("inf")) -> list[float]:
+    """Per partition, the longest time in [t0, end] between two consecutive reads of it (by any member)."""
+    reads: dict[int, list[float]] = {p: [] for p in range(partitions)}
+    for m in crew:
+        for t, p, _ in m.seen:
+            reads[p].append(t)
+    out = []
+    for p in range(partitions):
+        times = sorted(reads[p])
+        before = [t for t in times if t < t0]
+        after = [t for t in times if t0 <= t <= end]
+        points = before[-1:] + after
+        out.append(max((b - max(a, t0) for a, b in zip(points, points[1:])), default=float("inf")))
+    return out
+
+
+def all_flowing(crew, partitions: int, t0: float) -> bool:
+    cut = time.time() - 0.5
+    flowing = {p for m in crew for t, p, written in m.seen[-5000:] if t >= cut and written >= t0}
+    return len(flowing) == partitions
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--partitions", type=int, default=100)
+    ap.add_argument("--members", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--heartbeat-ms", type=int, default=1000)
+    ap.add_argument("--consumer-heartbeat-ms", type=int, default=None,
+                    help="the broker's group.consumer.heartbeat.interval.ms (default: --heartbeat-ms)")
+    ap.add_argument("--settle", type=float, default=3.0, help="seconds of steady state before the join")
+    ap.add_argument("--limit", type=float, default=60.0, help="seconds a rebalance may take")
+    ap.add_argument("--waiting-heartbeat-ms", type=int, default=None,
+                    help="group.consumer.min.heartbeat.interval.ms: how often a member waiting for released "
+                         "partitions heartbeats (default: the consumer heartbeat)")
+    ap.add_argument("--only", action="append", choices=sorted(CONTENDERS), help="run only these contenders")
+    ap.add_argument("--data-dir", default=None, help="keep the broker's data and broker.log here")
+    ap.add_argument("--bootstrap", default=None,
+                    help="use this running broker (its group.consumer.heartbeat.interval.ms applies)")
+    args = ap.parse_args(argv)
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kafka_compat.testing import EmbeddedBroker
+    consumer_hb = args.consumer_heartbeat_ms or args.heartbeat_ms
+    props = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 5,
+             "group.consumer.min.heartbeat.interval.ms": min(args.waiting_heartbeat_ms or consumer_hb, 5000),
+             "group.consumer.heartbeat.interval.ms": consumer_hb}
+    contenders = {name: conf for name, conf in CONTENDERS.items() if not args.only or name in args.only}
+    results: dict[str, list[dict]] = {name: [] for name in contenders}
+    with contextlib.ExitStack() as stack:
+        bootstrap = args.bootstrap or stack.enter_context(EmbeddedBroker(props, data_dir=args.data_dir)).bootstrap
+        topic = f"rebalance-bench-{time.time_ns()}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
+        producing = Producing(bootstrap, topic, args.partitions)
+        try:
+            for r in range(args.rounds):
+                for name, conf in contenders.items():
+                    out = round_once(bootstrap, topic, args.partitions, args.members, name, conf,
+                                     args.heartbeat_ms, args.settle, args.limit)
+                    out["round"] = r
+                    print(json.dumps(out), flush=True)
+                    results[name].append(out)
+        finally:
+            producing.stop.set()
+            producing.thread.join(30)
+    medians = {name: statistics.median(o["recovery_s"] for o in rs) for name, rs in results.items()}
+    stalls = {name: statistics.median(o["max_stall_s"] for o in rs) for name, rs in results.items()}
+    kept = {name: statistics.median(o["kept_median_stall_s"] for o in rs) for name, rs in results.items()}
+    steady = {name: statistics.median(o["steady_median_gap_s"] for o in rs) for name, rs in results.items()}
+    print(json.dumps({"median_recovery_s": medians, "median_max_stall_s": stalls, "median_kept_stall_s": kept,
+                      "median_steady_gap_s": steady,
+                      "classic_heartbeat_ms": args.heartbeat_ms, "consumer_heartbeat_ms": consumer_hb,
+                      "waiting_heartbeat_ms": props["group.consumer.min.heartbeat.interval.ms"]}))
+    print(f"\n{args.members} members + 1 joining, {args.partitions} partitions, classic heartbeat "
+          f"{args.heartbeat_ms} ms, consumer-protocol heartbeat {consumer_hb} ms "
+          f"(waiting for partitions: {props['group.consumer.min.heartbeat.interval.ms']} ms)")
+    for name in medians:
+        print(f"  {name:22s} recovery {medians[name]:6.2f} s, longest stall {stalls[name]:6.2f} s, "
+              f"kept partitions' stall {kept[name]:5.2f} s (steady state {steady[name]:5.2f} s)")
+    for label, figures in (("recovery", medians), ("stall", stalls), ("kept stall", kept)):
+        ours = figures.get("consumer")
+        for name in ("classic-eager", "classic-cooperative"):
+            if ours is None or name not in figures:
+                continue
+            ratio = figures[name] / ours if ours else float("inf")
+            print(f"  {label}: {name} / consumer = {ratio:.2f}")
+            print(json.dumps({"ratio": f"{label} {name}/consumer", "value": round(ratio, 2)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Classic groups: JoinGroup/SyncGroup, the leader assigns."""
